@@ -1,0 +1,356 @@
+//! The plan, its tasks, and the shapes of runs and attempts.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch. Core never reads the clock; callers pass this in.
+pub type Timestamp = i64;
+
+/// What runs a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// An agent session runs it.
+    #[default]
+    Ai,
+    /// A checklist a person ticks.
+    Manual,
+    /// A command run against the integrated work (tests, deploys).
+    Ops,
+}
+
+impl TaskKind {
+    pub const ALL: [TaskKind; 3] = [TaskKind::Ai, TaskKind::Manual, TaskKind::Ops];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Ai => "ai",
+            TaskKind::Manual => "manual",
+            TaskKind::Ops => "ops",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TaskKind> {
+        TaskKind::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+impl fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a task stands. Stored as the snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    #[default]
+    Pending,
+    Approved,
+    InProgress,
+    Completed,
+    Failed,
+    Blocked,
+    Skipped,
+    Cancelled,
+    Conflicted,
+    Interrupted,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 10] = [
+        TaskStatus::Pending,
+        TaskStatus::Approved,
+        TaskStatus::InProgress,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Blocked,
+        TaskStatus::Skipped,
+        TaskStatus::Cancelled,
+        TaskStatus::Conflicted,
+        TaskStatus::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Approved => "approved",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Blocked => "blocked",
+            TaskStatus::Skipped => "skipped",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Conflicted => "conflicted",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TaskStatus> {
+        TaskStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// A task whose fields are a record of what ran (or is running) must not be rewritten
+    /// by an ordinary edit; recovery moves (retry, re-arm) exist for that.
+    pub fn is_locked_for_edit(self) -> bool {
+        matches!(self, TaskStatus::InProgress | TaskStatus::Completed)
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a plan stands as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// Being written (planner conversation not yet confirmed).
+    Draft,
+    /// Ready to run.
+    #[default]
+    Approved,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl PlanStatus {
+    pub const ALL: [PlanStatus; 6] = [
+        PlanStatus::Draft,
+        PlanStatus::Approved,
+        PlanStatus::Running,
+        PlanStatus::Completed,
+        PlanStatus::Failed,
+        PlanStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Draft => "draft",
+            PlanStatus::Approved => "approved",
+            PlanStatus::Running => "running",
+            PlanStatus::Completed => "completed",
+            PlanStatus::Failed => "failed",
+            PlanStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<PlanStatus> {
+        PlanStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl fmt::Display for PlanStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictOutcome {
+    Pass,
+    Fail,
+}
+
+/// One piece of evidence consulted for a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// `completion_marker`, `exit_code`, `check:<command>`, `manual`, ...
+    pub name: String,
+    pub passed: bool,
+    /// A skipped check did not decide the outcome; `detail` says why.
+    pub skipped: bool,
+    pub detail: String,
+}
+
+/// Pass or fail, with every check that was consulted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub outcome: VerdictOutcome,
+    pub reason: String,
+    pub checks: Vec<Check>,
+    pub decided_at: Timestamp,
+}
+
+/// What a finished task left for the tasks after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputSummary {
+    pub review_reason: String,
+    /// The last characters of the task's output (bounded by the engine).
+    pub log_tail: String,
+    pub captured_at: Timestamp,
+}
+
+/// One unit of work, sized for one agent session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// 1-based position; renumbered after every structural edit.
+    pub order: u32,
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+    /// Empty for manual and ops tasks that need none.
+    pub prompt: String,
+    /// Ids of earlier tasks.
+    pub dependencies: Vec<String>,
+    pub runner: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub mode: Option<String>,
+    pub kind: TaskKind,
+    /// Ops tasks only.
+    pub command: Option<String>,
+    /// Manual tasks only.
+    pub steps: Vec<String>,
+    pub checks: Vec<String>,
+    pub status: TaskStatus,
+    pub hold: bool,
+    pub verdict: Option<Verdict>,
+    pub output: Option<OutputSummary>,
+}
+
+impl Task {
+    /// A fresh pending task with only the identifying fields set.
+    pub fn new(id: impl Into<String>, title: impl Into<String>) -> Task {
+        Task {
+            order: 0,
+            id: id.into(),
+            title: title.into(),
+            description: None,
+            prompt: String::new(),
+            dependencies: Vec::new(),
+            runner: None,
+            model: None,
+            effort: None,
+            mode: None,
+            kind: TaskKind::Ai,
+            command: None,
+            steps: Vec::new(),
+            checks: Vec::new(),
+            status: TaskStatus::Pending,
+            hold: false,
+            verdict: None,
+            output: None,
+        }
+    }
+
+    /// `#3 "Add a limiter"`: how errors and reports name a task.
+    pub fn label(&self) -> String {
+        format!("#{} {:?}", self.order, self.id)
+    }
+
+    /// The runner this task uses once the plan default is applied.
+    pub fn effective_runner<'a>(&'a self, plan_default: Option<&'a str>) -> Option<&'a str> {
+        self.runner.as_deref().or(plan_default)
+    }
+}
+
+/// The stored artifact: a goal and an ordered list of tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// 32 lowercase hex characters; the first 8 are the short id shown everywhere.
+    pub id: String,
+    pub goal: String,
+    pub status: PlanStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Runner for tasks that name none.
+    pub runner: Option<String>,
+    /// Bumped by every stored change; lets a reader tell whether it is stale.
+    pub revision: u64,
+    pub tasks: Vec<Task>,
+}
+
+impl Plan {
+    pub const SHORT_ID_LEN: usize = 8;
+
+    pub fn short_id(&self) -> &str {
+        short_id(&self.id)
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    /// Rewrite every task's order to its position (1-based).
+    pub fn renumber(&mut self) {
+        for (index, task) in self.tasks.iter_mut().enumerate() {
+            task.order = order_of(index);
+        }
+    }
+}
+
+/// The short form of a plan or run id.
+pub fn short_id(id: &str) -> &str {
+    id.get(..Plan::SHORT_ID_LEN).unwrap_or(id)
+}
+
+/// 1-based order for a 0-based index.
+pub fn order_of(index: usize) -> u32 {
+    u32::try_from(index + 1).unwrap_or(u32::MAX)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Stopped,
+    Completed,
+    Failed,
+    HandedOff,
+}
+
+/// One execution of a plan. Filled in by the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub plan_id: String,
+    /// The commit the run started from.
+    pub base_ref: String,
+    /// `weft/<run>/integration`.
+    pub integration_branch: String,
+    pub status: RunStatus,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptStatus {
+    Starting,
+    Running,
+    Passed,
+    Failed,
+    Interrupted,
+    Cancelled,
+}
+
+/// One try at a task. Filled in by the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub id: String,
+    pub run_id: String,
+    pub task_id: String,
+    /// 1 for the first try of a task in a run, then 2, 3, ...
+    pub number: u32,
+    pub runner: String,
+    pub status: AttemptStatus,
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
+    pub marker: Option<String>,
+    pub pid: Option<u32>,
+    pub process_group: Option<i32>,
+    pub exit_code: Option<i32>,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub verdict: Option<Verdict>,
+    pub log_path: Option<String>,
+}

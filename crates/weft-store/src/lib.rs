@@ -1,0 +1,486 @@
+//! weft's store: one SQLite database per workspace at `<workspace>/.weft/weft.db`.
+//!
+//! The database is the single source of truth shared by every weft process in a
+//! workspace. Every change is one transaction that also appends an `events` row, and
+//! every read-modify-write takes the write lock before it reads, so two processes editing
+//! one plan never lose each other's edits.
+
+mod error;
+mod migrations;
+mod rows;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fs_err as fs;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use serde_json::json;
+use weft_core::edit::{Edit, EditReport, apply};
+use weft_core::{Plan, PlanStatus, Task, Timestamp};
+
+pub use error::StoreError;
+pub use migrations::SCHEMA_VERSION;
+
+/// File name of the database inside the state folder.
+pub const DATABASE_FILE: &str = "weft.db";
+/// Default wait for another process's write lock.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many candidates an ambiguous or unknown plan reference lists.
+const LISTED_PLANS: usize = 10;
+
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// How long a write waits for another process to release the database.
+    pub busy_timeout: Duration,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+}
+
+/// A plan as listed by `weft sessions list`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanSummary {
+    pub id: String,
+    pub short_id: String,
+    pub goal: String,
+    pub status: PlanStatus,
+    pub task_count: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub current: bool,
+}
+
+/// What a new plan is made of.
+#[derive(Debug, Clone)]
+pub struct PlanDraft {
+    pub goal: String,
+    pub runner: Option<String>,
+    pub status: PlanStatus,
+    /// Already validated and numbered.
+    pub tasks: Vec<Task>,
+    /// Where the plan came from (a file path, `demo`, ...), recorded in the event.
+    pub source: String,
+}
+
+/// One row of the append-only event log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Event {
+    pub seq: i64,
+    pub plan_id: Option<String>,
+    pub kind: String,
+    pub payload: serde_json::Value,
+    pub at: Timestamp,
+}
+
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl Store {
+    /// Open the database in `state_dir` if it exists; `None` when weft has stored nothing
+    /// in this workspace yet. Never creates anything.
+    pub fn open_existing(
+        state_dir: &Path,
+        options: OpenOptions,
+    ) -> Result<Option<Store>, StoreError> {
+        let path = state_dir.join(DATABASE_FILE);
+        match fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => {
+                return Err(StoreError::Corrupt {
+                    path,
+                    detail: "it is not a regular file".into(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(StoreError::Io { path, source }),
+        }
+        Store::open_path(path, OpenFlags::SQLITE_OPEN_READ_WRITE, options).map(Some)
+    }
+
+    /// Open the database in `state_dir`, creating the folder (with a `.gitignore` that
+    /// ignores everything) and the database on first use.
+    pub fn open_or_create(state_dir: &Path, options: OpenOptions) -> Result<Store, StoreError> {
+        prepare_state_dir(state_dir)?;
+        Store::open_path(
+            state_dir.join(DATABASE_FILE),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            options,
+        )
+    }
+
+    fn open_path(
+        path: PathBuf,
+        flags: OpenFlags,
+        options: OpenOptions,
+    ) -> Result<Store, StoreError> {
+        let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| StoreError::from_sqlite(&path, options.busy_timeout, e))?;
+        let mut store = Store {
+            conn,
+            path,
+            busy_timeout: options.busy_timeout,
+        };
+        store.prepare()?;
+        Ok(store)
+    }
+
+    /// Settings, version check and migrations.
+    fn prepare(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .busy_timeout(self.busy_timeout)
+            .map_err(|e| self.sqlite(e))?;
+        self.conn
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .map_err(|e| self.sqlite(e))?;
+        let version = self.user_version()?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(|e| self.sqlite(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            self.conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+                .map_err(|e| self.sqlite(e))?;
+        }
+        if version < SCHEMA_VERSION {
+            let path = self.path.clone();
+            let timeout = self.busy_timeout;
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+            migrations::migrate(&tx).map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+            tx.commit()
+                .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+        }
+        Ok(())
+    }
+
+    fn user_version(&self) -> Result<u32, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.sqlite(e))
+    }
+
+    fn sqlite(&self, error: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, self.busy_timeout, error)
+    }
+
+    /// A converter from SQLite errors to ours that outlives a borrow of `self`.
+    fn mapper(&self) -> impl Fn(rusqlite::Error) -> StoreError + use<> {
+        let path = self.path.clone();
+        let timeout = self.busy_timeout;
+        move |error| StoreError::from_sqlite(&path, timeout, error)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.user_version()
+    }
+
+    /// Run `body` in a transaction that holds the write lock from its first statement.
+    fn write<T>(
+        &mut self,
+        body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let path = self.path.clone();
+        let timeout = self.busy_timeout;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+        let value = body(&tx)?;
+        tx.commit()
+            .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+        Ok(value)
+    }
+
+    /// Store a new plan and make it the workspace's current plan.
+    pub fn create_plan(&mut self, draft: PlanDraft, now: Timestamp) -> Result<Plan, StoreError> {
+        let mut plan = Plan {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            goal: draft.goal,
+            status: draft.status,
+            created_at: now,
+            updated_at: now,
+            runner: draft.runner,
+            revision: 1,
+            tasks: draft.tasks,
+        };
+        plan.renumber();
+        let sql = self.mapper();
+        self.write(|tx| {
+            rows::insert_plan(tx, &plan).map_err(&sql)?;
+            rows::write_tasks(tx, &plan).map_err(&sql)?;
+            rows::set_meta(tx, rows::CURRENT_PLAN, &plan.id).map_err(&sql)?;
+            rows::append_event(
+                tx,
+                Some(&plan.id),
+                "plan_created",
+                &json!({ "goal": plan.goal, "tasks": plan.tasks.len(), "source": draft.source }),
+                now,
+            )
+            .map_err(&sql)?;
+            Ok(())
+        })?;
+        Ok(plan)
+    }
+
+    /// The whole plan with its tasks, in order.
+    pub fn plan(&self, id: &str) -> Result<Plan, StoreError> {
+        rows::load_plan(&self.conn, id)
+            .map_err(|e| self.sqlite(e))?
+            .ok_or_else(|| StoreError::UnknownPlan {
+                reference: id.to_owned(),
+                known: String::new(),
+            })
+            .and_then(|result| {
+                result.map_err(|detail| StoreError::Damaged {
+                    path: self.path.clone(),
+                    plan: id.to_owned(),
+                    detail,
+                })
+            })
+    }
+
+    /// Every plan of the workspace, most recently changed first.
+    pub fn plans(&self) -> Result<Vec<PlanSummary>, StoreError> {
+        let current = self.current_plan_id()?;
+        rows::plan_summaries(&self.conn, current.as_deref())
+            .map_err(|e| self.sqlite(e))?
+            .into_iter()
+            .map(|row| {
+                row.map_err(|detail| StoreError::Damaged {
+                    path: self.path.clone(),
+                    plan: String::from("(listing)"),
+                    detail,
+                })
+            })
+            .collect()
+    }
+
+    /// The full id of the plan `reference` names: a full id or any unambiguous prefix.
+    pub fn resolve_plan(&self, reference: &str) -> Result<String, StoreError> {
+        let wanted = reference.trim().to_ascii_lowercase();
+        let plans = self.plans()?;
+        if let Some(plan) = plans.iter().find(|p| p.id == wanted) {
+            return Ok(plan.id.clone());
+        }
+        let matches: Vec<&PlanSummary> = plans
+            .iter()
+            .filter(|p| !wanted.is_empty() && p.id.starts_with(&wanted))
+            .collect();
+        match matches.as_slice() {
+            [only] => Ok(only.id.clone()),
+            [] => Err(StoreError::UnknownPlan {
+                reference: reference.to_owned(),
+                known: describe_plans(plans.iter()),
+            }),
+            many => Err(StoreError::AmbiguousPlan {
+                reference: reference.to_owned(),
+                candidates: describe_plans(many.iter().copied()),
+            }),
+        }
+    }
+
+    /// The plan commands act on when none is named.
+    pub fn current_plan_id(&self) -> Result<Option<String>, StoreError> {
+        rows::get_meta(&self.conn, rows::CURRENT_PLAN).map_err(|e| self.sqlite(e))
+    }
+
+    pub fn set_current_plan(&mut self, id: &str, now: Timestamp) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            let exists: Option<i64> = tx
+                .query_row("SELECT 1 FROM plans WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+                .map_err(&sql)?;
+            if exists.is_none() {
+                return Err(StoreError::UnknownPlan {
+                    reference: id.to_owned(),
+                    known: String::new(),
+                });
+            }
+            rows::set_meta(tx, rows::CURRENT_PLAN, id).map_err(&sql)?;
+            rows::append_event(tx, Some(id), "current_plan_set", &json!({}), now).map_err(&sql)
+        })
+    }
+
+    /// Delete a plan, its tasks and dependencies. Its events stay in the log.
+    pub fn delete_plan(&mut self, id: &str, now: Timestamp) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            let deleted = tx
+                .execute("DELETE FROM plans WHERE id = ?1", [id])
+                .map_err(&sql)?;
+            if deleted == 0 {
+                return Err(StoreError::UnknownPlan {
+                    reference: id.to_owned(),
+                    known: String::new(),
+                });
+            }
+            tx.execute(
+                "DELETE FROM meta WHERE key = ?1 AND value = ?2",
+                [rows::CURRENT_PLAN, id],
+            )
+            .map_err(&sql)?;
+            rows::append_event(tx, Some(id), "plan_deleted", &json!({}), now).map_err(&sql)
+        })
+    }
+
+    /// Apply one validated edit to the stored plan, atomically with its event.
+    ///
+    /// The plan is read inside the write transaction, so an edit made by another process
+    /// a moment earlier is seen and kept.
+    pub fn apply_edit(
+        &mut self,
+        plan_id: &str,
+        edit: &Edit,
+        known_runner: &dyn Fn(&str) -> bool,
+        now: Timestamp,
+    ) -> Result<(Plan, EditReport), StoreError> {
+        self.update_plan(plan_id, now, |plan| {
+            let (next, report) = apply(plan, edit, known_runner)?;
+            Ok((next, report.kind, report.payload.clone(), report))
+        })
+    }
+
+    /// Read-modify-write of one plan under the write lock. `change` returns the new plan,
+    /// the event kind and payload, and a value handed back to the caller.
+    pub fn update_plan<T>(
+        &mut self,
+        plan_id: &str,
+        now: Timestamp,
+        change: impl FnOnce(&Plan) -> Result<(Plan, &'static str, serde_json::Value, T), StoreError>,
+    ) -> Result<(Plan, T), StoreError> {
+        let sql = self.mapper();
+        let path = self.path.clone();
+        self.write(|tx| {
+            let current = rows::load_plan(tx, plan_id)
+                .map_err(&sql)?
+                .ok_or_else(|| StoreError::UnknownPlan {
+                    reference: plan_id.to_owned(),
+                    known: String::new(),
+                })?
+                .map_err(|detail| StoreError::Damaged {
+                    path: path.clone(),
+                    plan: plan_id.to_owned(),
+                    detail,
+                })?;
+            let (mut next, kind, payload, value) = change(&current)?;
+            next.id = current.id.clone();
+            next.created_at = current.created_at;
+            next.updated_at = now.max(current.updated_at);
+            next.revision = current.revision + 1;
+            next.renumber();
+            rows::update_plan_row(tx, &next).map_err(&sql)?;
+            rows::write_tasks(tx, &next).map_err(&sql)?;
+            rows::append_event(tx, Some(&next.id), kind, &payload, now).map_err(&sql)?;
+            Ok((next, value))
+        })
+    }
+
+    /// Events after `after_seq`, oldest first, at most `limit`; for one plan or all.
+    pub fn events(
+        &self,
+        plan_id: Option<&str>,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        rows::events(&self.conn, plan_id, after_seq, limit).map_err(|e| self.sqlite(e))
+    }
+}
+
+fn describe_plans<'a>(plans: impl Iterator<Item = &'a PlanSummary>) -> String {
+    let all: Vec<&PlanSummary> = plans.collect();
+    let mut shown: Vec<String> = all
+        .iter()
+        .take(LISTED_PLANS)
+        .map(|p| format!("{} ({})", p.short_id, truncate(&p.goal, 40)))
+        .collect();
+    if all.len() > LISTED_PLANS {
+        shown.push(format!("and {} more", all.len() - LISTED_PLANS));
+    }
+    if shown.is_empty() {
+        "none".into()
+    } else {
+        shown.join(", ")
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    let mut chars = text.chars();
+    let mut out: String = chars.by_ref().take(max_chars).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Create `.weft/` and its `.gitignore` (never overwriting one the user edited).
+fn prepare_state_dir(state_dir: &Path) -> Result<(), StoreError> {
+    match fs::metadata(state_dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(StoreError::StateDirBlocked {
+                path: state_dir.to_owned(),
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
+                path: state_dir.to_owned(),
+                source,
+            })?;
+        }
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: state_dir.to_owned(),
+                source,
+            });
+        }
+    }
+    let ignore = state_dir.join(".gitignore");
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&ignore)
+    {
+        Ok(mut file) => {
+            use std::io::Write;
+            file.write_all(b"*\n").map_err(|source| StoreError::Io {
+                path: ignore.clone(),
+                source,
+            })?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: ignore,
+                source,
+            });
+        }
+    }
+    Ok(())
+}

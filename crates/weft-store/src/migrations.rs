@@ -1,0 +1,81 @@
+//! Schema migrations, tracked by `PRAGMA user_version`.
+
+use rusqlite::Transaction;
+
+/// Each entry moves the schema from version `index` to `index + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: plans, tasks, dependencies, events, workspace metadata.
+    r#"
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE plans (
+        id         TEXT PRIMARY KEY,
+        goal       TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        runner     TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        revision   INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE tasks (
+        plan_id     TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+        id          TEXT NOT NULL,
+        position    INTEGER NOT NULL,
+        title       TEXT NOT NULL,
+        description TEXT,
+        prompt      TEXT NOT NULL,
+        runner      TEXT,
+        model       TEXT,
+        effort      TEXT,
+        mode        TEXT,
+        kind        TEXT NOT NULL CHECK (kind IN ('ai', 'manual', 'ops')),
+        command     TEXT,
+        steps       TEXT NOT NULL,
+        checks      TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        hold        INTEGER NOT NULL CHECK (hold IN (0, 1)),
+        verdict     TEXT,
+        output      TEXT,
+        PRIMARY KEY (plan_id, id),
+        UNIQUE (plan_id, position)
+    ) STRICT;
+
+    CREATE TABLE task_dependencies (
+        plan_id    TEXT NOT NULL,
+        task_id    TEXT NOT NULL,
+        depends_on TEXT NOT NULL,
+        position   INTEGER NOT NULL,
+        PRIMARY KEY (plan_id, task_id, depends_on),
+        FOREIGN KEY (plan_id, task_id) REFERENCES tasks(plan_id, id) ON DELETE CASCADE,
+        FOREIGN KEY (plan_id, depends_on) REFERENCES tasks(plan_id, id) ON DELETE CASCADE
+    ) STRICT;
+    CREATE INDEX task_dependencies_target ON task_dependencies(plan_id, depends_on);
+
+    CREATE TABLE events (
+        seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id TEXT,
+        kind    TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX events_by_plan ON events(plan_id, seq);
+    "#,
+];
+
+/// The schema version this weft writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Bring the database up to [`SCHEMA_VERSION`]; the caller holds the write lock.
+pub(crate) fn migrate(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    // Read again under the lock: another process may have migrated meanwhile.
+    let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(sql)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))?;
+    }
+    Ok(())
+}

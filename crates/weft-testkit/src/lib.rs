@@ -1,0 +1,8 @@
+//! Test-only helpers: a hermetic environment for running weft, and real git repositories
+//! in temporary folders.
+
+pub mod hermetic;
+pub mod repo;
+
+pub use hermetic::Hermetic;
+pub use repo::TestRepo;

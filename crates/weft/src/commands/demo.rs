@@ -1,0 +1,115 @@
+//! `weft demo`: a fresh git repository in a temporary folder with the built-in demo plan,
+//! which uses the `exec` runner so no agent CLI is needed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fs_err as fs;
+use weft_core::{PlanStatus, WorkflowFile, WorkflowFormat};
+use weft_store::PlanDraft;
+
+use crate::cli::Globals;
+use crate::commands::{stdout, styled};
+use crate::context::{Ctx, now};
+use crate::error::{CliError, CliResult};
+use crate::render::{note, plan_map};
+use crate::workspace::Workspace;
+
+/// The demo plan, built into the binary.
+pub const DEMO_PLAN: &str = include_str!("../demo/plan.toml");
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Create the demo repository here instead of a new temporary folder (must not exist
+    /// or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    let root = match args.dir {
+        Some(dir) => {
+            let empty = fs::read_dir(&dir)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(true);
+            if !empty {
+                return Err(CliError::new(format!("{} is not empty", dir.display()))
+                    .hint("give a new or empty folder, or leave out --dir"));
+            }
+            fs::create_dir_all(&dir)?;
+            dir
+        }
+        None => tempfile::Builder::new()
+            .prefix("weft-demo-")
+            .tempdir()
+            .map_err(|e| CliError::new(format!("cannot create a temporary folder: {e}")))?
+            .keep(),
+    };
+    create_repository(&root)?;
+
+    let ctx = Ctx::with_workspace(Workspace::at(&root)?, globals)?;
+    let names = ctx.runner_names();
+    let imported = WorkflowFile::parse(DEMO_PLAN, WorkflowFormat::Toml, "demo plan")?
+        .into_plan("demo plan", &|r| names.contains(r))?;
+    let mut store = ctx.store_for_write()?;
+    let plan = store.create_plan(
+        PlanDraft {
+            goal: imported.goal,
+            runner: imported.runner,
+            status: PlanStatus::Approved,
+            tasks: imported.tasks,
+            source: "demo".into(),
+        },
+        now(),
+    )?;
+    note(&format!("demo repository: {}", root.display()));
+    stdout(&styled(|out| plan_map(out, &plan, ctx.settings.runner())))?;
+    note(&format!(
+        "\nthe plan is stored in {}; look around with:\n  cd {}\n  weft status\n  weft plan export",
+        store.path().display(),
+        root.display()
+    ));
+    Ok(())
+}
+
+/// `git init` with one commit, using the configured identity or weft's own.
+fn create_repository(root: &Path) -> CliResult {
+    fs::write(
+        root.join("README.md"),
+        "# weft demo\n\nA repository made by `weft demo`.\n",
+    )?;
+    git(root, &["init", "-q"])?;
+    git(root, &["add", "README.md"])?;
+    let has_identity = Command::new("git")
+        .args(["config", "user.email"])
+        .current_dir(root)
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty());
+    let mut commit: Vec<&str> = Vec::new();
+    if !has_identity {
+        commit.extend(["-c", "user.name=weft", "-c", "user.email=weft@localhost"]);
+    }
+    commit.extend(["commit", "-q", "-m", "weft demo: initial commit"]);
+    git(root, &commit)
+}
+
+fn git(dir: &Path, args: &[&str]) -> CliResult {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| {
+            CliError::new(format!("cannot run git: {e}"))
+                .hint("install git and make sure it is on PATH")
+        })?;
+    if !output.status.success() {
+        return Err(CliError::new(format!(
+            "git {} failed in {}",
+            args.join(" "),
+            dir.display()
+        ))
+        .cause(String::from_utf8_lossy(&output.stderr).trim().to_owned()));
+    }
+    Ok(())
+}

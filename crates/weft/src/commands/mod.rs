@@ -1,0 +1,43 @@
+//! One module per command; each has its clap `Args` and a `run` function.
+
+pub mod config;
+pub mod demo;
+pub mod init;
+pub mod plan;
+pub mod sessions;
+pub mod status;
+pub mod task;
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliResult;
+
+pub fn run(cli: Cli) -> CliResult {
+    let globals = &cli.globals;
+    match cli.command {
+        Command::Init(args) => init::run(args, globals),
+        Command::Plan(args) => plan::run(args, globals),
+        Command::Status(args) => status::run(args, globals),
+        Command::Task(args) => task::run(args, globals),
+        Command::Sessions(args) => sessions::run(args, globals),
+        Command::Config(args) => config::run(args, globals),
+        Command::Demo(args) => demo::run(args, globals),
+    }
+}
+
+/// Write data to stdout; a closed pipe (`weft status | head`) is not an error.
+pub fn stdout(text: &str) -> CliResult {
+    let mut out = anstream::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Render into a buffer with colour codes that anstream strips when it should.
+pub fn styled(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut buffer = Vec::new();
+    render(&mut buffer).expect("writing to memory cannot fail");
+    String::from_utf8_lossy(&buffer).into_owned()
+}

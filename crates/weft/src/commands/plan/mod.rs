@@ -1,0 +1,104 @@
+//! `weft plan --file F`: store a plan from a workflow file and make it current.
+//! Subcommands: `export` and `schema`.
+
+pub mod export;
+pub mod schema;
+
+use std::path::PathBuf;
+
+use fs_err as fs;
+use weft_core::{PlanStatus, WorkflowFile, WorkflowFormat};
+use weft_store::PlanDraft;
+
+use crate::cli::Globals;
+use crate::commands::{stdout, styled};
+use crate::context::{Ctx, now};
+use crate::error::{CliError, CliResult};
+use crate::render::{note, plan_map, warnings};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// Workflow file (TOML or JSON) to create the plan from.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Format of the file when its extension does not say.
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// A goal for the planner to turn into a plan.
+    pub goal: Option<String>,
+    #[command(subcommand)]
+    pub action: Option<Action>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Write the current plan as a workflow file.
+    Export(export::Args),
+    /// Print the JSON Schema of workflow files.
+    Schema(schema::Args),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FormatArg {
+    Toml,
+    Json,
+}
+
+impl From<FormatArg> for WorkflowFormat {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Toml => WorkflowFormat::Toml,
+            FormatArg::Json => WorkflowFormat::Json,
+        }
+    }
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    match args.action {
+        Some(Action::Export(export)) => return export::run(export, globals),
+        Some(Action::Schema(schema)) => return schema::run(schema),
+        None => {}
+    }
+    let Some(file) = args.file else {
+        return Err(match args.goal {
+            Some(_) => CliError::new("planning from a goal is not available in this build yet")
+                .hint("write the plan as a workflow file and import it with `weft plan --file plan.toml`"),
+            None => CliError::new("nothing to plan: give a workflow file with --file")
+                .hint("`weft plan schema` prints the file format; `weft demo` shows an example"),
+        });
+    };
+    if args.goal.is_some() {
+        return Err(CliError::new("give either a goal or --file, not both"));
+    }
+    let ctx = Ctx::load(globals)?;
+    let text = fs::read_to_string(&file)?;
+    let source_name = file.display().to_string();
+    let format = args
+        .format
+        .map(WorkflowFormat::from)
+        .or_else(|| WorkflowFormat::from_extension(&source_name))
+        .unwrap_or_else(|| WorkflowFormat::sniff(&text));
+    let names = ctx.runner_names();
+    let imported = WorkflowFile::parse(&text, format, &source_name)?
+        .into_plan(&source_name, &|r| names.contains(r))?;
+    warnings(&imported.warnings);
+    let mut store = ctx.store_for_write()?;
+    let plan = store.create_plan(
+        PlanDraft {
+            goal: imported.goal,
+            runner: imported.runner,
+            status: PlanStatus::Approved,
+            tasks: imported.tasks,
+            source: source_name.clone(),
+        },
+        now(),
+    )?;
+    note(&format!(
+        "created plan {} from {source_name} with {} task{}; it is now the current plan",
+        plan.short_id(),
+        plan.tasks.len(),
+        if plan.tasks.len() == 1 { "" } else { "s" }
+    ));
+    stdout(&styled(|out| plan_map(out, &plan, ctx.settings.runner())))
+}

@@ -1,0 +1,108 @@
+//! `weft task ...`: edit the current plan's tasks. Every edit is validated as a whole and
+//! stored in one transaction with its event.
+
+pub mod add;
+pub mod deps;
+pub mod edit;
+pub mod hold;
+pub mod remove;
+pub mod reorder;
+
+use std::path::PathBuf;
+
+use fs_err as fs;
+use weft_core::{Edit, TaskKind};
+
+use crate::cli::Globals;
+use crate::commands::stdout;
+use crate::context::{Ctx, now};
+use crate::error::{CliError, CliResult};
+use crate::render::warnings;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Add a task (at the end, or at --at N).
+    Add(add::Args),
+    /// Remove a task; tasks that depended on it are detached and listed.
+    Remove(remove::Args),
+    /// Change fields of a task.
+    Edit(edit::Args),
+    /// Set a task's dependencies, e.g. `weft task deps 4 1,2` (an empty list clears them).
+    Deps(deps::Args),
+    /// Move a task to another position, e.g. `weft task move 5 --to 2`.
+    Move(reorder::Args),
+    /// Keep a task from starting until it is released.
+    Hold(hold::Args),
+    /// Let a held task start again.
+    Release(hold::Args),
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    match args.action {
+        Action::Add(a) => add::run(a, globals),
+        Action::Remove(a) => remove::run(a, globals),
+        Action::Edit(a) => edit::run(a, globals),
+        Action::Deps(a) => deps::run(a, globals),
+        Action::Move(a) => reorder::run(a, globals),
+        Action::Hold(a) => hold::run(a, true, globals),
+        Action::Release(a) => hold::run(a, false, globals),
+    }
+}
+
+/// Task kinds as the command line spells them.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum KindArg {
+    Ai,
+    Manual,
+    Ops,
+}
+
+impl From<KindArg> for TaskKind {
+    fn from(kind: KindArg) -> Self {
+        match kind {
+            KindArg::Ai => TaskKind::Ai,
+            KindArg::Manual => TaskKind::Manual,
+            KindArg::Ops => TaskKind::Ops,
+        }
+    }
+}
+
+/// Split `1,2,#3,limiter` into references; blank means none.
+pub fn reference_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The prompt from `--prompt` or `--prompt-file`.
+pub fn prompt_from(text: Option<String>, file: Option<PathBuf>) -> CliResult<Option<String>> {
+    match (text, file) {
+        (Some(_), Some(_)) => Err(CliError::new("give --prompt or --prompt-file, not both")),
+        (Some(text), None) => Ok(Some(text)),
+        (None, Some(path)) => Ok(Some(fs::read_to_string(path)?)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Apply one edit to the selected plan and report what happened.
+pub fn apply(globals: &Globals, edit: Edit) -> CliResult {
+    let ctx = Ctx::load(globals)?;
+    let mut store = ctx.store_with_plans()?;
+    let plan_id = ctx.plan_id(&store)?;
+    let names = ctx.runner_names();
+    let (_, report) = store
+        .apply_edit(&plan_id, &edit, &|r| names.contains(r), now())
+        .map_err(CliError::from)?;
+    warnings(&report.warnings);
+    let mut text = report.lines.join("\n");
+    text.push('\n');
+    stdout(&text)
+}

@@ -1,0 +1,17 @@
+//! `weft task remove N`: remove a task; its dependents are detached and named.
+
+use weft_core::Edit;
+
+use super::apply;
+use crate::cli::Globals;
+use crate::error::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task: order number, #order, id or id prefix.
+    pub task: String,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    apply(globals, Edit::Remove { task: args.task })
+}

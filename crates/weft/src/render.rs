@@ -1,0 +1,186 @@
+//! Turning plans into text for people and JSON for programs.
+
+use std::io::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use weft_core::{Plan, Task, TaskKind, TaskStatus, Timestamp, Warning};
+
+/// Longest title the plan map shows before it cuts with `…`.
+const MAP_TITLE_CHARS: usize = 60;
+/// Longest goal a list row shows.
+pub const LIST_GOAL_CHARS: usize = 60;
+
+/// `2026-09-30T08:44` in UTC.
+pub fn minute(at: Timestamp) -> String {
+    let millis = u64::try_from(at).unwrap_or(0);
+    let time = UNIX_EPOCH + Duration::from_millis(millis);
+    let text = humantime::format_rfc3339_seconds(time).to_string();
+    text.get(..16).unwrap_or(&text).to_owned()
+}
+
+pub fn cut(text: &str, max_chars: usize) -> String {
+    let first_line = text.lines().next().unwrap_or("");
+    let mut chars = first_line.chars();
+    let mut out: String = chars.by_ref().take(max_chars).collect();
+    if chars.next().is_some() || first_line.len() < text.trim_end().len() {
+        out.push('…');
+    }
+    out
+}
+
+/// What the runner column shows for a task.
+pub fn runner_label(task: &Task, plan: &Plan, default_runner: &str) -> String {
+    match task.kind {
+        TaskKind::Ai => task
+            .effective_runner(plan.runner.as_deref())
+            .unwrap_or(default_runner)
+            .to_owned(),
+        TaskKind::Manual => "(manual)".into(),
+        TaskKind::Ops => "(ops)".into(),
+    }
+}
+
+fn status_style(status: TaskStatus) -> anstyle::Style {
+    use anstyle::AnsiColor::*;
+    let color = match status {
+        TaskStatus::Completed => Green,
+        TaskStatus::Failed | TaskStatus::Conflicted => Red,
+        TaskStatus::InProgress => Cyan,
+        TaskStatus::Blocked | TaskStatus::Interrupted => Yellow,
+        _ => return anstyle::Style::new(),
+    };
+    color.on_default()
+}
+
+/// The plan map: header, then one row per task (order, status, title, runner, deps).
+pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::io::Result<()> {
+    let bold = anstyle::Style::new().bold();
+    writeln!(
+        out,
+        "{bold}plan {}{bold:#}  {}  {} task{}  updated {}",
+        plan.short_id(),
+        plan.status,
+        plan.tasks.len(),
+        if plan.tasks.len() == 1 { "" } else { "s" },
+        minute(plan.updated_at),
+    )?;
+    writeln!(out, "goal: {}", plan.goal)?;
+    if plan.tasks.is_empty() {
+        writeln!(
+            out,
+            "\n(no tasks yet: add one with `weft task add --title ... --prompt ...`)"
+        )?;
+        return Ok(());
+    }
+    let order_width = plan.tasks.len().to_string().len().max(1);
+    let rows: Vec<(String, String, String, String)> = plan
+        .tasks
+        .iter()
+        .map(|task| {
+            let status = if task.hold {
+                format!("{} (held)", task.status)
+            } else {
+                task.status.to_string()
+            };
+            let deps: Vec<String> = task
+                .dependencies
+                .iter()
+                .map(|d| {
+                    plan.task(d)
+                        .map_or_else(|| d.clone(), |t| t.order.to_string())
+                })
+                .collect();
+            let deps = if deps.is_empty() {
+                "-".into()
+            } else {
+                deps.join(",")
+            };
+            (
+                status,
+                cut(&task.title, MAP_TITLE_CHARS),
+                runner_label(task, plan, default_runner),
+                deps,
+            )
+        })
+        .collect();
+    let status_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
+    let title_width = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let runner_width = rows.iter().map(|r| r.2.len()).max().unwrap_or(6).max(6);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{bold}{:>order_width$}  {:<status_width$}  {:<title_width$}  {:<runner_width$}  deps{bold:#}",
+        "#", "status", "title", "runner"
+    )?;
+    for (task, (status, title, runner, deps)) in plan.tasks.iter().zip(rows) {
+        let style = status_style(task.status);
+        let title_pad = title_width - title.chars().count();
+        writeln!(
+            out,
+            "{:>order_width$}  {style}{status:<status_width$}{style:#}  {title}{:title_pad$}  {runner:<runner_width$}  {deps}",
+            task.order, ""
+        )?;
+    }
+    Ok(())
+}
+
+/// The `weft status --json` object.
+pub fn plan_json(plan: &Plan, default_runner: &str) -> Value {
+    let tasks: Vec<Value> = plan
+        .tasks
+        .iter()
+        .map(|task| {
+            json!({
+                "order": task.order,
+                "id": task.id,
+                "title": task.title,
+                "status": task.status,
+                "kind": task.kind,
+                "runner": match task.kind {
+                    TaskKind::Ai => Value::from(task.effective_runner(plan.runner.as_deref()).unwrap_or(default_runner)),
+                    _ => Value::Null,
+                },
+                "dependencies": task.dependencies,
+                "hold": task.hold,
+                "model": task.model,
+                "effort": task.effort,
+                "mode": task.mode,
+                "checks": task.checks,
+                "verdict": task.verdict,
+            })
+        })
+        .collect();
+    json!({
+        "plan": {
+            "id": plan.id,
+            "short_id": plan.short_id(),
+            "goal": plan.goal,
+            "status": plan.status,
+            "runner": plan.runner,
+            "revision": plan.revision,
+            "created_at": plan.created_at,
+            "updated_at": plan.updated_at,
+            "tasks": tasks,
+        }
+    })
+}
+
+/// `warning:` lines on stderr.
+pub fn warnings(warnings: &[Warning]) {
+    let mut err = anstream::stderr().lock();
+    let yellow = anstyle::AnsiColor::Yellow.on_default().bold();
+    for warning in warnings {
+        let _ = writeln!(err, "{yellow}warning:{yellow:#} {warning}");
+    }
+}
+
+/// A note for the person (stderr), never data.
+pub fn note(text: &str) {
+    let _ = writeln!(anstream::stderr().lock(), "{text}");
+}
