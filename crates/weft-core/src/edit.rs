@@ -98,6 +98,13 @@ pub enum EditError {
     BadPosition { position: u32, max: usize },
     #[error("nothing to change: name at least one field to edit")]
     NoChanges,
+    #[error("cannot move task #{order} {id:?} to #{to}: {reason}")]
+    MoveAcrossDependency {
+        order: u32,
+        id: String,
+        to: u32,
+        reason: String,
+    },
 }
 
 impl EditError {
@@ -110,6 +117,9 @@ impl EditError {
             }
             EditError::BadPosition { .. } => None,
             EditError::NoChanges => Some("see `weft task edit --help` for the fields".into()),
+            EditError::MoveAcrossDependency { .. } => Some(
+                "a task must stay after its dependencies and before its dependents; re-wire them first with `weft task deps`".into(),
+            ),
         }
     }
 }
@@ -229,8 +239,8 @@ fn remove(plan: &mut Plan, reference: &str) -> Result<Applied, EditError> {
         });
     }
     let mut lines = vec![format!(
-        "removed task #{} {:?}: {}",
-        removed.order, removed.id, removed.title
+        "removed task {:?} (was #{}): {}",
+        removed.id, removed.order, removed.title
     )];
     // Report dependents by the orders the user will see from now on.
     plan.renumber();
@@ -256,6 +266,34 @@ fn remove(plan: &mut Plan, reference: &str) -> Result<Applied, EditError> {
 fn move_task(plan: &mut Plan, reference: &str, to: u32) -> Result<Applied, EditError> {
     let from = resolve_task_ref(&plan.tasks, reference)?;
     let to_index = position_index(to, plan.tasks.len())?;
+    let moving = &plan.tasks[from];
+    let refuse = |reason: String| EditError::MoveAcrossDependency {
+        order: moving.order,
+        id: moving.id.clone(),
+        to,
+        reason,
+    };
+    // The tasks the move jumps over must not be its dependents (moving later) or its
+    // dependencies (moving earlier).
+    if to_index > from {
+        if let Some(dependent) = plan.tasks[from + 1..=to_index]
+            .iter()
+            .find(|t| t.dependencies.contains(&moving.id))
+        {
+            return Err(refuse(format!(
+                "task #{} {:?} depends on it",
+                dependent.order, dependent.id
+            )));
+        }
+    } else if let Some(dependency) = plan.tasks[to_index..from]
+        .iter()
+        .find(|t| moving.dependencies.contains(&t.id))
+    {
+        return Err(refuse(format!(
+            "it depends on task #{} {:?}",
+            dependency.order, dependency.id
+        )));
+    }
     let task = plan.tasks.remove(from);
     let line = format!("moved task {:?} from #{} to #{}", task.id, task.order, to);
     let payload = json!({ "task": task.id, "from": task.order, "to": to });
@@ -426,7 +464,7 @@ mod tests {
         assert_eq!(
             report.lines,
             [
-                "removed task #1 \"a\": Title a",
+                "removed task \"a\" (was #1): Title a",
                 "detached it from task #1 \"b\", which depended on it",
                 "detached it from task #2 \"c\", which depended on it",
             ]
@@ -445,9 +483,22 @@ mod tests {
             &|_| true,
         )
         .unwrap_err();
-        assert!(
-            err.to_string().contains("comes later in the order"),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "cannot move task #2 \"b\" to #1: it depends on task #1 \"a\""
+        );
+        let err = apply(
+            &p,
+            &Edit::Move {
+                task: "a".into(),
+                to: 2,
+            },
+            &|_| true,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot move task #1 \"a\" to #2: task #2 \"b\" depends on it"
         );
     }
 

@@ -72,7 +72,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         return Err(CliError::new("give either a goal or --file, not both"));
     }
     let ctx = Ctx::load(globals)?;
-    let text = fs::read_to_string(&file)?;
+    let text = fs::read_to_string(&file)
+        .map_err(|e| CliError::from(e).hint("check the path of the workflow file"))?;
     let source_name = file.display().to_string();
     let format = args
         .format

@@ -1,0 +1,12 @@
+//! End-to-end tests of the `weft` binary in a hermetic environment: fixed HOME, git config
+//! from /dev/null, no colour, UTC. Output is checked with snapshots.
+
+mod harness;
+
+mod concurrency;
+mod config;
+mod demo;
+mod plan;
+mod sessions;
+mod store_errors;
+mod task;
