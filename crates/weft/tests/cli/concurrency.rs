@@ -55,3 +55,27 @@ fn two_processes_editing_one_plan_lose_nothing() {
         1 + 2 * per_process as u64
     );
 }
+
+/// The first write of a workspace creates and migrates the store; processes racing to do
+/// it all succeed and all their plans are kept.
+#[test]
+fn processes_racing_to_create_the_store_all_succeed() {
+    for _round in 0..3 {
+        let weft = Weft::new();
+        weft.write("plan.toml", "goal = \"race\"\n[[tasks]]\ntitle = \"A\"\nprompt = \"p\"\n");
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                let mut command = weft.command(&["plan", "--file", "plan.toml"]);
+                command.stdout(Stdio::null()).stderr(Stdio::piped());
+                command.spawn().unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        }
+        let list: serde_json::Value =
+            serde_json::from_str(&weft.ok(&["sessions", "list", "--json"]).stdout).unwrap();
+        assert_eq!(list.as_array().unwrap().len(), 4);
+    }
+}
