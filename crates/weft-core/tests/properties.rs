@@ -610,8 +610,8 @@ fn to_u32(value: usize) -> u32 {
 
 /// A 1-based position in 1..=max, or one in eight times 0 or max + 1 (outside).
 fn position(seed: usize, max: usize) -> u32 {
-    if seed % 8 == 0 {
-        to_u32(if seed % 16 == 0 { 0 } else { max + 1 })
+    if seed.is_multiple_of(8) {
+        to_u32(if seed.is_multiple_of(16) { 0 } else { max + 1 })
     } else {
         to_u32(1 + (seed / 8) % max.max(1))
     }
@@ -687,6 +687,43 @@ fn accept_if_valid(next: Plan) -> Expect {
     } else {
         Expect::Refuse
     }
+}
+
+/// A move to a valid position that is refused names a task it would jump over: one of
+/// its dependents when moving later, one of its dependencies when moving earlier.
+fn check_move_refusal(plan: &Plan, edit: &Edit, error: &EditError) -> Checked {
+    let Edit::Move { task, to } = edit else {
+        return Ok(());
+    };
+    let (Ok(from), Some(to)) = (
+        resolve_task_ref(&plan.tasks, task),
+        (*to as usize)
+            .checked_sub(1)
+            .filter(|&t| t < plan.tasks.len()),
+    ) else {
+        return Ok(());
+    };
+    let EditError::MoveAcrossDependency { reason, .. } = error else {
+        return Err(TestCaseError::fail(format!(
+            "{edit:?} refused with {error:?}"
+        )));
+    };
+    let moving = &plan.tasks[from];
+    let jumped = if to > from {
+        &plan.tasks[from + 1..=to]
+    } else {
+        &plan.tasks[to..from]
+    };
+    let named = jumped.iter().any(|t| {
+        let linked = if to > from {
+            t.dependencies.contains(&moving.id)
+        } else {
+            moving.dependencies.contains(&t.id)
+        };
+        linked && reason.contains(&format!("{:?}", t.id))
+    });
+    prop_assert!(named, "{:?} refused with {:?}", edit, reason);
+    Ok(())
 }
 
 fn cleared_when_empty(value: &Option<String>) -> Option<String> {
@@ -888,7 +925,7 @@ proptest! {
                     )));
                 }
                 // A refused edit hands nothing back; the caller keeps the old plan.
-                (Err(_), Expect::Refuse) => {}
+                (Err(error), Expect::Refuse) => check_move_refusal(&before, &edit, &error)?,
             }
             check_invariants(&plan)?;
         }

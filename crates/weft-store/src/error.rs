@@ -7,7 +7,7 @@ use weft_core::EditError;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("cannot create weft's state folder {path}: a file stands where the folder should be")]
+    #[error("weft's state folder {path} is a file, not a folder")]
     StateDirBlocked { path: PathBuf },
     #[error("{path}: {source}")]
     Io {

@@ -10,7 +10,7 @@ mod migrations;
 mod rows;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fs_err as fs;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
@@ -91,17 +91,14 @@ impl Store {
         state_dir: &Path,
         options: OpenOptions,
     ) -> Result<Option<Store>, StoreError> {
+        if state_dir.exists() && !state_dir.is_dir() {
+            return Err(StoreError::StateDirBlocked {
+                path: state_dir.to_owned(),
+            });
+        }
         let path = state_dir.join(DATABASE_FILE);
-        match fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => {}
-            Ok(_) => {
-                return Err(StoreError::Corrupt {
-                    path,
-                    detail: "it is not a regular file".into(),
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StoreError::Io { path, source }),
+        if !database_file_exists(&path)? {
+            return Ok(None);
         }
         Store::open_path(path, OpenFlags::SQLITE_OPEN_READ_WRITE, options).map(Some)
     }
@@ -110,8 +107,10 @@ impl Store {
     /// ignores everything) and the database on first use.
     pub fn open_or_create(state_dir: &Path, options: OpenOptions) -> Result<Store, StoreError> {
         prepare_state_dir(state_dir)?;
+        let path = state_dir.join(DATABASE_FILE);
+        database_file_exists(&path)?;
         Store::open_path(
-            state_dir.join(DATABASE_FILE),
+            path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
             options,
         )
@@ -150,15 +149,7 @@ impl Store {
                 known: SCHEMA_VERSION,
             });
         }
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .map_err(|e| self.sqlite(e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            self.conn
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
-                .map_err(|e| self.sqlite(e))?;
-        }
+        self.use_wal()?;
         if version < SCHEMA_VERSION {
             let path = self.path.clone();
             let timeout = self.busy_timeout;
@@ -171,6 +162,36 @@ impl Store {
                 .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
         }
         Ok(())
+    }
+
+    /// Switch the database to WAL. The switch needs an exclusive lock, and while another
+    /// connection is writing (say, a second process migrating a new database) SQLite
+    /// answers `SQLITE_BUSY` at once without calling the busy handler, so the switch is
+    /// retried here until the busy timeout.
+    fn use_wal(&self) -> Result<(), StoreError> {
+        let deadline = Instant::now() + self.busy_timeout;
+        loop {
+            let mode: String = self
+                .conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .map_err(|e| self.sqlite(e))?;
+            if mode.eq_ignore_ascii_case("wal") {
+                return Ok(());
+            }
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            {
+                Ok(_) => return Ok(()),
+                Err(rusqlite::Error::SqliteFailure(failure, _))
+                    if failure.code == rusqlite::ErrorCode::DatabaseBusy
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(self.sqlite(e)),
+            }
+        }
     }
 
     fn user_version(&self) -> Result<u32, StoreError> {
@@ -437,6 +458,22 @@ fn truncate(text: &str, max_chars: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// Whether the database file exists; anything but a regular file there is refused.
+fn database_file_exists(path: &Path) -> Result<bool, StoreError> {
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(true),
+        Ok(_) => Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: "it is not a regular file".into(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
 }
 
 /// Create `.weft/` and its `.gitignore` (never overwriting one the user edited).

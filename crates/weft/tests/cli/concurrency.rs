@@ -62,7 +62,10 @@ fn two_processes_editing_one_plan_lose_nothing() {
 fn processes_racing_to_create_the_store_all_succeed() {
     for _round in 0..3 {
         let weft = Weft::new();
-        weft.write("plan.toml", "goal = \"race\"\n[[tasks]]\ntitle = \"A\"\nprompt = \"p\"\n");
+        weft.write(
+            "plan.toml",
+            "goal = \"race\"\n[[tasks]]\ntitle = \"A\"\nprompt = \"p\"\n",
+        );
         let children: Vec<_> = (0..4)
             .map(|_| {
                 let mut command = weft.command(&["plan", "--file", "plan.toml"]);
@@ -72,7 +75,11 @@ fn processes_racing_to_create_the_store_all_succeed() {
             .collect();
         for child in children {
             let output = child.wait_with_output().unwrap();
-            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         let list: serde_json::Value =
             serde_json::from_str(&weft.ok(&["sessions", "list", "--json"]).stdout).unwrap();

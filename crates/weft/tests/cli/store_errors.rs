@@ -9,8 +9,9 @@ fn a_file_where_weft_wants_its_folder() {
     weft.write(".weft", "not a folder\n");
     weft.write("plan.toml", crate::harness::SAMPLE_TOML);
     let run = weft.fails(&["plan", "--file", "plan.toml"], 1);
+    let read_only = weft.fails(&["status"], 1);
     assert_eq!(read(&weft.work().join(".weft")), "not a folder\n");
-    snapshot!(weft, run);
+    snapshot!(weft, run, read_only);
 }
 
 #[test]

@@ -1,0 +1,1299 @@
+//! Integration tests for weft's SQLite store.
+//!
+//! 1. Migrating an empty database: state folder, `.gitignore`, schema, WAL, re-open.
+//! 2. `open_existing` never creates anything.
+//! 3. Every change appends exactly one event; a refused change appends none and changes
+//!    nothing.
+//! 4. Plans round-trip with every task field set.
+//! 5. A database from a newer weft is refused and left untouched.
+//! 6. A corrupt database (garbage bytes, or a directory) is refused and never replaced.
+//! 7. A file where the state folder should be is refused and left untouched.
+//! 8. A write lock held by another connection gives `Busy` after the timeout; reads work.
+//! 9. Plan references, listing order, the current plan and deletion.
+//! 10. Concurrent writers through separate handles never lose an edit.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::json;
+use weft_core::edit::{Edit, EditError, NewTask, TaskChanges};
+use weft_core::{
+    Check, OutputSummary, Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Verdict,
+    VerdictOutcome,
+};
+use weft_store::{DATABASE_FILE, Event, OpenOptions, PlanDraft, SCHEMA_VERSION, Store, StoreError};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+fn any_runner(_: &str) -> bool {
+    true
+}
+
+/// A temporary workspace and the path of its (not yet created) state folder.
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    let dir = tmp.path().join(".weft");
+    (tmp, dir)
+}
+
+fn create(dir: &Path) -> Store {
+    Store::open_or_create(dir, OpenOptions::default()).expect("open_or_create")
+}
+
+fn existing(dir: &Path) -> Store {
+    Store::open_existing(dir, OpenOptions::default())
+        .expect("open_existing")
+        .expect("a database exists")
+}
+
+fn ai_task(id: &str) -> Task {
+    let mut task = Task::new(id, format!("Title of {id}"));
+    task.prompt = format!("do {id}");
+    task
+}
+
+fn numbered(mut tasks: Vec<Task>) -> Vec<Task> {
+    for (index, task) in tasks.iter_mut().enumerate() {
+        task.order = u32::try_from(index + 1).unwrap();
+    }
+    tasks
+}
+
+fn draft(goal: &str, tasks: Vec<Task>) -> PlanDraft {
+    PlanDraft {
+        goal: goal.to_owned(),
+        runner: None,
+        status: PlanStatus::Approved,
+        tasks: numbered(tasks),
+        source: "test".to_owned(),
+    }
+}
+
+fn new_task(id: &str) -> NewTask {
+    NewTask {
+        id: Some(id.to_owned()),
+        title: format!("Title of {id}"),
+        prompt: format!("do {id}"),
+        ..NewTask::default()
+    }
+}
+
+fn add(id: &str) -> Edit {
+    Edit::Add {
+        task: new_task(id),
+        at: None,
+    }
+}
+
+fn ids(plan: &Plan) -> Vec<&str> {
+    plan.tasks.iter().map(|t| t.id.as_str()).collect()
+}
+
+fn all_events(store: &Store) -> Vec<Event> {
+    store.events(None, 0, 10_000).expect("events")
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// Names in a folder, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The schema as text, one block per object.
+fn schema(conn: &Connection) -> String {
+    let version: u32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    let mut out = format!("user_version = {version}\n");
+    let mut select = conn
+        .prepare(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master
+             WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+        )
+        .unwrap();
+    let rows = select
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (kind, name, table, sql) = row.unwrap();
+        out.push_str(&format!(
+            "\n-- {kind} {name} on {table}\n{}\n",
+            sql.as_deref().unwrap_or("(no sql)")
+        ));
+    }
+    out
+}
+
+/// Asserts that exactly one event was appended since `seen` and returns it.
+#[track_caller]
+fn one_new_event(store: &Store, seen: &mut i64, kind: &str, plan_id: &str, at: Timestamp) -> Event {
+    let new = store.events(None, *seen, 100).expect("events");
+    assert_eq!(
+        new.len(),
+        1,
+        "expected exactly one new event {kind:?}, got {new:#?}"
+    );
+    let event = new.into_iter().next().unwrap();
+    assert_eq!(event.kind, kind, "{event:#?}");
+    assert_eq!(event.plan_id.as_deref(), Some(plan_id), "{event:#?}");
+    assert_eq!(event.at, at, "{event:#?}");
+    assert!(event.seq > *seen, "{event:#?}");
+    *seen = event.seq;
+    event
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Migrating an empty database
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn open_or_create_builds_the_state_folder_and_migrates_an_empty_database() {
+    let (_tmp, dir) = workspace();
+    assert!(!dir.exists());
+
+    let store = create(&dir);
+    let db = dir.join(DATABASE_FILE);
+    assert!(dir.is_dir());
+    assert_eq!(fs::read_to_string(dir.join(".gitignore")).unwrap(), "*\n");
+    assert!(db.is_file());
+    assert_eq!(store.path(), db);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+
+    let conn = Connection::open(&db).unwrap();
+    let version: u32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode.to_ascii_lowercase(), "wal");
+    let before = schema(&conn);
+    insta::assert_snapshot!("schema", before);
+    assert!(store.plans().unwrap().is_empty());
+    assert!(all_events(&store).is_empty());
+    assert_eq!(store.current_plan_id().unwrap(), None);
+    drop(store);
+
+    // A second open finds everything in place and changes nothing.
+    let again = create(&dir);
+    assert_eq!(again.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(schema(&conn), before);
+    assert_eq!(fs::read_to_string(dir.join(".gitignore")).unwrap(), "*\n");
+    let again = existing(&dir);
+    assert_eq!(again.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(schema(&conn), before);
+}
+
+#[test]
+fn open_or_create_keeps_an_existing_gitignore() {
+    let (_tmp, dir) = workspace();
+    fs::create_dir(&dir).unwrap();
+    let ignore = dir.join(".gitignore");
+    fs::write(&ignore, "weft.db\n# mine\n").unwrap();
+
+    let store = create(&dir);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(fs::read_to_string(&ignore).unwrap(), "weft.db\n# mine\n");
+    drop(store);
+    create(&dir);
+    assert_eq!(fs::read_to_string(&ignore).unwrap(), "weft.db\n# mine\n");
+}
+
+#[test]
+fn open_or_create_adds_the_gitignore_to_an_existing_empty_folder() {
+    let (_tmp, dir) = workspace();
+    fs::create_dir(&dir).unwrap();
+    create(&dir);
+    assert_eq!(fs::read_to_string(dir.join(".gitignore")).unwrap(), "*\n");
+    assert!(dir.join(DATABASE_FILE).is_file());
+}
+
+/// Two processes starting weft in a new workspace at the same moment both succeed and
+/// the schema is migrated once.
+#[test]
+fn concurrent_first_opens_all_succeed() {
+    let (_tmp, dir) = workspace();
+    let results: Vec<Result<u32, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    Store::open_or_create(&dir, OpenOptions::default())
+                        .and_then(|s| s.schema_version())
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for result in results {
+        assert_eq!(result, Ok(SCHEMA_VERSION));
+    }
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    let tables: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'plans'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 1);
+    assert_eq!(fs::read_to_string(dir.join(".gitignore")).unwrap(), "*\n");
+}
+
+/// Switching a new database to WAL needs an exclusive lock, and while another connection
+/// is writing SQLite refuses the switch at once, without its busy handler: the store
+/// waits for it like for any other lock, and reports `Busy` only after the timeout.
+#[test]
+fn the_switch_to_wal_waits_for_a_writer() {
+    let (_tmp, dir) = workspace();
+    fs::create_dir(&dir).unwrap();
+    let db = dir.join(DATABASE_FILE);
+    let writer = Connection::open(&db).unwrap();
+    writer
+        .execute_batch(
+            "CREATE TABLE unrelated (x); BEGIN IMMEDIATE; INSERT INTO unrelated VALUES (1);",
+        )
+        .unwrap();
+
+    // Held longer than the timeout: Busy, after waiting for it.
+    let options = OpenOptions {
+        busy_timeout: Duration::from_millis(200),
+    };
+    let started = Instant::now();
+    let err = Store::open_or_create(&dir, options).unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    assert!(
+        waited >= Duration::from_millis(150),
+        "gave up after {waited:?}, before the busy timeout"
+    );
+
+    // Released while the store waits: the open succeeds.
+    let options = OpenOptions {
+        busy_timeout: Duration::from_secs(5),
+    };
+    let store = std::thread::scope(|scope| {
+        let opening = scope.spawn(|| Store::open_or_create(&dir, options));
+        std::thread::sleep(Duration::from_millis(150));
+        writer.execute_batch("COMMIT").unwrap();
+        opening.join().unwrap()
+    })
+    .unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let mode: String = Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode.to_ascii_lowercase(), "wal");
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. open_existing never creates anything
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn open_existing_without_a_database_is_none_and_creates_nothing() {
+    let (tmp, dir) = workspace();
+    let found = Store::open_existing(&dir, OpenOptions::default()).unwrap();
+    assert!(found.is_none());
+    assert!(!dir.exists(), "open_existing created {}", dir.display());
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+
+    // An existing but empty state folder stays empty.
+    fs::create_dir(&dir).unwrap();
+    let found = Store::open_existing(&dir, OpenOptions::default()).unwrap();
+    assert!(found.is_none());
+    assert_eq!(listing(&dir), Vec::<String>::new());
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. One event per change, none for a refused change
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_change_appends_exactly_one_event() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let mut seen = 0;
+
+    let other = store
+        .create_plan(draft("other plan", vec![ai_task("x")]), 50)
+        .unwrap();
+    let event = one_new_event(&store, &mut seen, "plan_created", &other.id, 50);
+    assert_eq!(
+        event.payload,
+        json!({ "goal": "other plan", "tasks": 1, "source": "test" })
+    );
+
+    let plan = store
+        .create_plan(draft("goal", vec![ai_task("a"), ai_task("b")]), 100)
+        .unwrap();
+    let id = plan.id.clone();
+    one_new_event(&store, &mut seen, "plan_created", &id, 100);
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(id.as_str())
+    );
+
+    let edits: Vec<(Edit, &str, Vec<&str>)> = vec![
+        (add("c"), "task_added", vec!["a", "b", "c"]),
+        (
+            Edit::Move {
+                task: "c".into(),
+                to: 1,
+            },
+            "task_moved",
+            vec!["c", "a", "b"],
+        ),
+        (
+            Edit::SetDependencies {
+                task: "b".into(),
+                dependencies: vec!["a".into(), "c".into()],
+            },
+            "dependencies_set",
+            vec!["c", "a", "b"],
+        ),
+        (
+            Edit::Update {
+                task: "a".into(),
+                changes: TaskChanges {
+                    description: Some("more words".into()),
+                    model: Some("opus".into()),
+                    ..TaskChanges::default()
+                },
+            },
+            "task_updated",
+            vec!["c", "a", "b"],
+        ),
+        (
+            Edit::SetHold {
+                task: "a".into(),
+                hold: true,
+            },
+            "task_held",
+            vec!["c", "a", "b"],
+        ),
+        (
+            Edit::SetHold {
+                task: "a".into(),
+                hold: false,
+            },
+            "task_released",
+            vec!["c", "a", "b"],
+        ),
+        (
+            Edit::Remove { task: "c".into() },
+            "task_removed",
+            vec!["a", "b"],
+        ),
+    ];
+    let mut revision = plan.revision;
+    for (step, (edit, kind, order)) in edits.into_iter().enumerate() {
+        let now = 200 + i64::try_from(step).unwrap();
+        let (edited, report) = store.apply_edit(&id, &edit, &any_runner, now).unwrap();
+        assert_eq!(report.kind, kind);
+        revision += 1;
+        assert_eq!(edited.revision, revision, "after {kind}");
+        assert_eq!(edited.updated_at, now);
+        assert_eq!(ids(&edited), order, "after {kind}");
+        assert_eq!(store.plan(&id).unwrap(), edited, "after {kind}");
+        let event = one_new_event(&store, &mut seen, kind, &id, now);
+        assert_eq!(event.payload, report.payload, "after {kind}");
+    }
+    let stored = store.plan(&id).unwrap();
+    assert_eq!(
+        stored.task("a").unwrap().description.as_deref(),
+        Some("more words")
+    );
+    assert_eq!(stored.task("a").unwrap().model.as_deref(), Some("opus"));
+    assert!(!stored.task("a").unwrap().hold);
+    // Removing "c" detached it from "b".
+    assert_eq!(stored.task("b").unwrap().dependencies, ["a"]);
+
+    store.set_current_plan(&other.id, 300).unwrap();
+    one_new_event(&store, &mut seen, "current_plan_set", &other.id, 300);
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(other.id.as_str())
+    );
+
+    store.delete_plan(&id, 301).unwrap();
+    one_new_event(&store, &mut seen, "plan_deleted", &id, 301);
+
+    // The whole log, oldest first; a deleted plan's events stay.
+    let log: Vec<(String, Option<String>)> = all_events(&store)
+        .into_iter()
+        .map(|e| (e.kind, e.plan_id))
+        .collect();
+    let on = |kind: &str, plan: &str| (kind.to_owned(), Some(plan.to_owned()));
+    assert_eq!(
+        log,
+        [
+            on("plan_created", &other.id),
+            on("plan_created", &id),
+            on("task_added", &id),
+            on("task_moved", &id),
+            on("dependencies_set", &id),
+            on("task_updated", &id),
+            on("task_held", &id),
+            on("task_released", &id),
+            on("task_removed", &id),
+            on("current_plan_set", &other.id),
+            on("plan_deleted", &id),
+        ]
+    );
+    let seqs: Vec<i64> = all_events(&store).iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+
+    // Filtering by plan, paging by seq and limit.
+    let for_other = store.events(Some(&other.id), 0, 100).unwrap();
+    assert_eq!(
+        for_other
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect::<Vec<_>>(),
+        ["plan_created", "current_plan_set"]
+    );
+    let page = store.events(Some(&id), seqs[2], 2).unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["task_moved", "dependencies_set"]
+    );
+}
+
+#[test]
+fn a_refused_change_appends_no_event_and_changes_nothing() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let mut b = ai_task("b");
+    b.dependencies = vec!["a".into()];
+    let plan = store
+        .create_plan(draft("goal", vec![ai_task("a"), b, ai_task("c")]), 100)
+        .unwrap();
+    let id = plan.id.clone();
+    let before = store.plan(&id).unwrap();
+    let events_before = all_events(&store);
+    assert_eq!(events_before.len(), 1);
+
+    let refused: Vec<(&str, Edit)> = vec![
+        (
+            "a dependency on a later task",
+            Edit::SetDependencies {
+                task: "a".into(),
+                dependencies: vec!["c".into()],
+            },
+        ),
+        (
+            "an unknown task reference",
+            Edit::Remove {
+                task: "ghost".into(),
+            },
+        ),
+        (
+            "an unknown dependency reference",
+            Edit::Add {
+                task: NewTask {
+                    dependencies: vec!["ghost".into()],
+                    ..new_task("d")
+                },
+                at: None,
+            },
+        ),
+        (
+            "a move before a dependency",
+            Edit::Move {
+                task: "b".into(),
+                to: 1,
+            },
+        ),
+        (
+            "a position outside the plan",
+            Edit::Move {
+                task: "a".into(),
+                to: 9,
+            },
+        ),
+        (
+            "a duplicate id",
+            Edit::Add {
+                task: new_task("a"),
+                at: Some(1),
+            },
+        ),
+        (
+            "an empty change",
+            Edit::Update {
+                task: "a".into(),
+                changes: TaskChanges::default(),
+            },
+        ),
+    ];
+    for (what, edit) in refused {
+        let err = store
+            .apply_edit(&id, &edit, &any_runner, 500)
+            .expect_err(what);
+        assert!(matches!(err, StoreError::Edit(_)), "{what}: {err:?}");
+        assert_eq!(store.plan(&id).unwrap(), before, "{what} changed the plan");
+        assert_eq!(
+            all_events(&store),
+            events_before,
+            "{what} appended an event"
+        );
+    }
+
+    // A refusal from the caller's own change is rolled back the same way.
+    let err = store
+        .update_plan(&id, 500, |_| -> Result<(Plan, &'static str, _, ()), _> {
+            Err(StoreError::Edit(EditError::NoChanges))
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Edit(EditError::NoChanges)),
+        "{err:?}"
+    );
+
+    // Unknown plans are refused without an event too.
+    let err = store
+        .apply_edit("0000", &add("d"), &any_runner, 500)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownPlan { .. }), "{err:?}");
+    let err = store.set_current_plan("0000", 500).unwrap_err();
+    assert!(matches!(err, StoreError::UnknownPlan { .. }), "{err:?}");
+    let err = store.delete_plan("0000", 500).unwrap_err();
+    assert!(matches!(err, StoreError::UnknownPlan { .. }), "{err:?}");
+
+    assert_eq!(store.plan(&id).unwrap(), before);
+    assert_eq!(store.plan(&id).unwrap().revision, 1);
+    assert_eq!(all_events(&store), events_before);
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(id.as_str())
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Round trip
+// ---------------------------------------------------------------------------------------
+
+fn full_tasks() -> Vec<Task> {
+    let mut setup = Task::new("setup", "Set up the «limiter»");
+    setup.description = Some("A description\nover two lines, with \"quotes\" and ünïcode".into());
+    setup.prompt = "Do the thing.\n\n- carefully\n- with 'quotes' \\ backslashes".into();
+    setup.runner = Some("claude".into());
+    setup.model = Some("opus".into());
+    setup.effort = Some("high".into());
+    setup.mode = Some("plan".into());
+    setup.checks = vec!["cargo test".into(), "cargo clippy -- -D warnings".into()];
+
+    let mut deploy = Task::new("deploy", "Deploy");
+    deploy.kind = TaskKind::Ops;
+    deploy.command = Some("make deploy ENV=staging".into());
+    deploy.checks = vec!["curl -f https://staging.invalid/health".into()];
+    deploy.hold = true;
+    deploy.dependencies = vec!["setup".into()];
+
+    let mut verify = Task::new("verify", "Verify by hand");
+    verify.kind = TaskKind::Manual;
+    verify.steps = vec!["open the page".into(), "click «go»".into()];
+    verify.dependencies = vec!["deploy".into(), "setup".into()];
+
+    // Dependencies in neither alphabetical nor task order (nor their reverses).
+    let mut report = Task::new("report", "Report");
+    report.prompt = "summarise".into();
+    report.dependencies = vec!["deploy".into(), "verify".into(), "setup".into()];
+    report.runner = Some("codex".into());
+
+    numbered(vec![setup, deploy, verify, report])
+}
+
+#[test]
+fn a_plan_with_every_field_set_round_trips() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let tasks = full_tasks();
+    let created = store
+        .create_plan(
+            PlanDraft {
+                goal: "Ship the «limiter» — safely".into(),
+                runner: Some("claude".into()),
+                status: PlanStatus::Draft,
+                tasks: tasks.clone(),
+                source: "plan.toml".into(),
+            },
+            1_700_000_000_123,
+        )
+        .unwrap();
+    assert_eq!(created.id.len(), 32);
+    assert!(
+        created
+            .id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{}",
+        created.id
+    );
+    assert_eq!(created.created_at, 1_700_000_000_123);
+    assert_eq!(created.updated_at, 1_700_000_000_123);
+    assert_eq!(created.revision, 1);
+    assert_eq!(created.goal, "Ship the «limiter» — safely");
+    assert_eq!(created.runner.as_deref(), Some("claude"));
+    assert_eq!(created.status, PlanStatus::Draft);
+    assert_eq!(created.tasks, tasks);
+
+    let loaded = store.plan(&created.id).unwrap();
+    assert_eq!(loaded, created);
+    assert_eq!(
+        loaded.task("report").unwrap().dependencies,
+        ["deploy", "verify", "setup"]
+    );
+    assert_eq!(
+        loaded.task("verify").unwrap().dependencies,
+        ["deploy", "setup"]
+    );
+    // Another handle reads the same from the file.
+    assert_eq!(existing(&dir).plan(&created.id).unwrap(), created);
+
+    // Status, verdict and output through update_plan.
+    let verdict = Verdict {
+        outcome: VerdictOutcome::Fail,
+        reason: "exit code 2".into(),
+        checks: vec![
+            Check {
+                name: "exit_code".into(),
+                passed: false,
+                skipped: false,
+                detail: "2".into(),
+            },
+            Check {
+                name: "check:curl -f https://staging.invalid/health".into(),
+                passed: true,
+                skipped: true,
+                detail: "not reached".into(),
+            },
+        ],
+        decided_at: 1_700_000_000_500,
+    };
+    let output = OutputSummary {
+        review_reason: "the deploy failed".into(),
+        log_tail: "error: \u{1b}[31mboom\u{1b}[0m\nline two".into(),
+        captured_at: 1_700_000_000_400,
+    };
+    let (updated, value) = store
+        .update_plan(&created.id, 1_700_000_001_000, |plan| {
+            assert_eq!(plan, &created);
+            let mut next = plan.clone();
+            next.status = PlanStatus::Running;
+            next.tasks[0].status = TaskStatus::Completed;
+            next.tasks[1].status = TaskStatus::Failed;
+            next.tasks[1].verdict = Some(verdict.clone());
+            next.tasks[1].output = Some(output.clone());
+            // Fields the store owns are overwritten whatever the change says.
+            next.id = "not-the-id".into();
+            next.revision = 99;
+            next.created_at = 0;
+            Ok((next, "task_finished", json!({ "task": "deploy" }), 42))
+        })
+        .unwrap();
+    assert_eq!(value, 42);
+    assert_eq!(updated.id, created.id);
+    assert_eq!(updated.revision, 2);
+    assert_eq!(updated.created_at, created.created_at);
+    assert_eq!(updated.updated_at, 1_700_000_001_000);
+
+    let reloaded = store.plan(&created.id).unwrap();
+    assert_eq!(reloaded, updated);
+    assert_eq!(reloaded.status, PlanStatus::Running);
+    assert_eq!(reloaded.tasks[0].status, TaskStatus::Completed);
+    assert_eq!(reloaded.tasks[1].status, TaskStatus::Failed);
+    assert_eq!(reloaded.tasks[1].verdict.as_ref(), Some(&verdict));
+    assert_eq!(reloaded.tasks[1].output.as_ref(), Some(&output));
+    let mut expected_tasks = tasks;
+    expected_tasks[0].status = TaskStatus::Completed;
+    expected_tasks[1].status = TaskStatus::Failed;
+    expected_tasks[1].verdict = Some(verdict);
+    expected_tasks[1].output = Some(output);
+    assert_eq!(reloaded.tasks, expected_tasks);
+
+    let last = all_events(&store).pop().unwrap();
+    assert_eq!(last.kind, "task_finished");
+    assert_eq!(last.payload, json!({ "task": "deploy" }));
+
+    // A clock that went backwards never moves updated_at back.
+    let (same_time, ()) = store
+        .update_plan(&created.id, 5, |plan| {
+            Ok((plan.clone(), "noop", json!({}), ()))
+        })
+        .unwrap();
+    assert_eq!(same_time.updated_at, 1_700_000_001_000);
+    assert_eq!(same_time.revision, 3);
+
+    let summary = store.plans().unwrap();
+    assert_eq!(summary.len(), 1);
+    assert_eq!(summary[0].task_count, 4);
+    assert_eq!(summary[0].status, PlanStatus::Running);
+    assert_eq!(summary[0].goal, "Ship the «limiter» — safely");
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. A newer schema is refused and left untouched
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_database_from_a_newer_weft_is_refused_and_left_untouched() {
+    for wal in [false, true] {
+        let (_tmp, dir) = workspace();
+        fs::create_dir(&dir).unwrap();
+        let db = dir.join(DATABASE_FILE);
+        {
+            let conn = Connection::open(&db).unwrap();
+            if wal {
+                conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+                    .unwrap();
+            }
+            conn.execute_batch(&format!(
+                "CREATE TABLE future (x TEXT); INSERT INTO future VALUES ('hi');
+                 PRAGMA user_version = {};",
+                SCHEMA_VERSION + 1
+            ))
+            .unwrap();
+        }
+        let original = bytes(&db);
+
+        let attempts = [
+            Store::open_existing(&dir, OpenOptions::default()).map(|_| ()),
+            Store::open_or_create(&dir, OpenOptions::default()).map(|_| ()),
+        ];
+        for attempt in attempts {
+            let err = attempt.expect_err("a newer schema must be refused");
+            match &err {
+                StoreError::TooNew { path, found, known } => {
+                    assert_eq!(path, &db);
+                    assert_eq!(*found, SCHEMA_VERSION + 1);
+                    assert_eq!(*known, SCHEMA_VERSION);
+                }
+                other => panic!("wal={wal}: expected TooNew, got {other:?}"),
+            }
+            let message = err.to_string();
+            assert!(message.contains(&db.display().to_string()), "{message}");
+            assert!(
+                message.contains(&format!("schema version {}", SCHEMA_VERSION + 1)),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("knows up to {SCHEMA_VERSION}")),
+                "{message}"
+            );
+            assert_eq!(bytes(&db), original, "wal={wal}: the file changed");
+        }
+        let conn = Connection::open(&db).unwrap();
+        let version: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION + 1);
+        let plans: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'plans'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(plans, 0, "no migration ran");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. A corrupt database is refused and never replaced
+// ---------------------------------------------------------------------------------------
+
+#[track_caller]
+fn assert_corrupt(result: Result<(), StoreError>, db: &Path) {
+    let err = result.expect_err("a corrupt database must be refused");
+    match &err {
+        StoreError::Corrupt { path, .. } => assert_eq!(path, db),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&db.display().to_string()), "{message}");
+}
+
+#[test]
+fn a_corrupt_database_is_refused_and_never_replaced() {
+    let (_tmp, dir) = workspace();
+    fs::create_dir(&dir).unwrap();
+    let db = dir.join(DATABASE_FILE);
+    let garbage: Vec<u8> = "this is not a database, just some text.\n"
+        .bytes()
+        .cycle()
+        .take(4096)
+        .collect();
+    fs::write(&db, &garbage).unwrap();
+
+    assert_corrupt(
+        Store::open_existing(&dir, OpenOptions::default()).map(|_| ()),
+        &db,
+    );
+    assert_eq!(bytes(&db), garbage);
+    assert_corrupt(
+        Store::open_or_create(&dir, OpenOptions::default()).map(|_| ()),
+        &db,
+    );
+    assert_eq!(bytes(&db), garbage);
+    // Nothing was created beside it but the .gitignore of open_or_create.
+    assert_eq!(listing(&dir), [".gitignore", DATABASE_FILE]);
+}
+
+#[test]
+fn a_database_that_is_a_directory_is_refused() {
+    let (_tmp, dir) = workspace();
+    let db = dir.join(DATABASE_FILE);
+    fs::create_dir_all(&db).unwrap();
+    fs::write(db.join("keep"), "mine").unwrap();
+
+    assert_corrupt(
+        Store::open_existing(&dir, OpenOptions::default()).map(|_| ()),
+        &db,
+    );
+    assert_corrupt(
+        Store::open_or_create(&dir, OpenOptions::default()).map(|_| ()),
+        &db,
+    );
+    assert!(db.is_dir());
+    assert_eq!(listing(&db), ["keep"]);
+    assert_eq!(fs::read_to_string(db.join("keep")).unwrap(), "mine");
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. A file where the state folder should be
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_file_where_the_state_folder_should_be_is_refused_and_left_alone() {
+    let (_tmp, dir) = workspace();
+    fs::write(&dir, "not a folder\n").unwrap();
+
+    let err = Store::open_or_create(&dir, OpenOptions::default()).unwrap_err();
+    match &err {
+        StoreError::StateDirBlocked { path } => assert_eq!(path, &dir),
+        other => panic!("expected StateDirBlocked, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&dir.display().to_string()), "{message}");
+    assert!(err.hint().is_some());
+    assert!(dir.is_file());
+    assert_eq!(fs::read_to_string(&dir).unwrap(), "not a folder\n");
+
+    // Reading does not open anything there either.
+    let read = Store::open_existing(&dir, OpenOptions::default());
+    assert!(!matches!(read, Ok(Some(_))), "{read:?}");
+    assert_eq!(fs::read_to_string(&dir).unwrap(), "not a folder\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Locked database
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_held_write_lock_gives_busy_after_the_timeout_and_reads_still_work() {
+    let (_tmp, dir) = workspace();
+    let db = dir.join(DATABASE_FILE);
+    let id = {
+        let mut store = create(&dir);
+        store
+            .create_plan(draft("goal", vec![ai_task("a")]), 100)
+            .unwrap()
+            .id
+    };
+
+    let locker = Connection::open(&db).unwrap();
+    locker
+        .execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO events (plan_id, kind, payload, at) VALUES (NULL, 'uncommitted', '{}', 1);",
+        )
+        .unwrap();
+
+    let options = OpenOptions {
+        busy_timeout: Duration::from_millis(200),
+    };
+    let mut store = Store::open_existing(&dir, options).unwrap().unwrap();
+    let before = store.plan(&id).unwrap();
+    assert_eq!(ids(&before), ["a"]);
+    assert_eq!(store.plans().unwrap().len(), 1);
+    assert_eq!(store.resolve_plan(&id[..8]).unwrap(), id);
+    let events_before = all_events(&store);
+    assert_eq!(events_before.len(), 1, "the locker's row is not visible");
+
+    let started = Instant::now();
+    let err = store
+        .apply_edit(&id, &add("b"), &any_runner, 200)
+        .unwrap_err();
+    let waited = started.elapsed();
+    match &err {
+        StoreError::Busy { path, waited_ms } => {
+            assert_eq!(path, &db);
+            assert_eq!(*waited_ms, 200);
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&db.display().to_string()), "{message}");
+    assert!(message.contains("200 ms"), "{message}");
+    assert!(
+        waited >= Duration::from_millis(150),
+        "gave up after {waited:?}, before the busy timeout"
+    );
+
+    // Other writes wait and give up the same way.
+    let err = store.create_plan(draft("second", vec![]), 201).unwrap_err();
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    let err = store.delete_plan(&id, 201).unwrap_err();
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    assert_eq!(store.plan(&id).unwrap(), before);
+
+    locker.execute_batch("ROLLBACK").unwrap();
+
+    let (edited, _) = store.apply_edit(&id, &add("b"), &any_runner, 300).unwrap();
+    assert_eq!(ids(&edited), ["a", "b"]);
+    assert_eq!(edited.revision, before.revision + 1);
+    assert_eq!(store.plan(&id).unwrap(), edited);
+    let events = all_events(&store);
+    assert_eq!(
+        events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["plan_created", "task_added"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. References, listing, current plan, deletion
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn plan_references_resolve_by_id_or_unambiguous_prefix() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+
+    let err = store.resolve_plan("abc").unwrap_err();
+    match &err {
+        StoreError::UnknownPlan { reference, known } => {
+            assert_eq!(reference, "abc");
+            assert_eq!(known, "none");
+        }
+        other => panic!("expected UnknownPlan, got {other:?}"),
+    }
+
+    // Create plans until two share a first character (at most 17 by pigeonhole), and at
+    // least 12, more than an error lists.
+    let sharing = |plans: &[Plan]| {
+        plans
+            .iter()
+            .map(|p| p.id[..1].to_owned())
+            .find(|first| plans.iter().filter(|p| p.id.starts_with(first)).count() > 1)
+    };
+    let mut plans: Vec<Plan> = Vec::new();
+    while plans.len() < 12 || sharing(&plans).is_none() {
+        let now = 1_000 + i64::try_from(plans.len()).unwrap();
+        let plan = store
+            .create_plan(draft(&format!("goal {}", plans.len()), vec![]), now)
+            .unwrap();
+        plans.push(plan);
+    }
+    let shared = sharing(&plans).unwrap();
+    assert!(plans.len() <= 17);
+
+    let target = &plans[0];
+    // The shortest prefix only `target` has.
+    let unique = (1..=32)
+        .map(|n| &target.id[..n])
+        .find(|prefix| plans.iter().filter(|p| p.id.starts_with(prefix)).count() == 1)
+        .unwrap();
+    assert_eq!(store.resolve_plan(&target.id).unwrap(), target.id);
+    assert_eq!(
+        store.resolve_plan(&target.id.to_ascii_uppercase()).unwrap(),
+        target.id
+    );
+    assert_eq!(store.resolve_plan(target.short_id()).unwrap(), target.id);
+    assert_eq!(store.resolve_plan(unique).unwrap(), target.id);
+    assert_eq!(
+        store.resolve_plan(&unique.to_ascii_uppercase()).unwrap(),
+        target.id
+    );
+    assert_eq!(
+        store.resolve_plan(&format!("  {unique}\n")).unwrap(),
+        target.id
+    );
+    // Mixed case in a longer prefix too.
+    let mixed: String = target.id[..12]
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    assert_eq!(store.resolve_plan(&mixed).unwrap(), target.id);
+
+    for reference in [shared.clone(), shared.to_ascii_uppercase()] {
+        let err = store.resolve_plan(&reference).unwrap_err();
+        match &err {
+            StoreError::AmbiguousPlan {
+                reference: named,
+                candidates,
+            } => {
+                assert_eq!(named, &reference);
+                for plan in plans.iter().filter(|p| p.id.starts_with(&shared)) {
+                    assert!(candidates.contains(plan.short_id()), "{candidates}");
+                }
+                for plan in plans.iter().filter(|p| !p.id.starts_with(&shared)) {
+                    assert!(!candidates.contains(plan.short_id()), "{candidates}");
+                }
+            }
+            other => panic!("expected AmbiguousPlan for {reference:?}, got {other:?}"),
+        }
+        assert!(err.to_string().contains(&reference), "{err}");
+    }
+
+    // A reference no plan starts with; lists the ten most recently updated plans and
+    // counts the rest.
+    let newest_first: Vec<&Plan> = plans.iter().rev().collect();
+    let absent = (0..16)
+        .map(|d| format!("{d:x}"))
+        .find(|c| !plans.iter().any(|p| p.id.starts_with(c.as_str())))
+        .map(|c| format!("{c}0"))
+        .unwrap_or_else(|| "zz".into());
+    for reference in [absent.as_str(), "not-a-plan"] {
+        let err = store.resolve_plan(reference).unwrap_err();
+        match &err {
+            StoreError::UnknownPlan {
+                reference: named,
+                known,
+            } => {
+                assert_eq!(named, reference);
+                let (listed, rest) = newest_first.split_at(10);
+                let expected: Vec<String> = listed
+                    .iter()
+                    .map(|p| format!("{} ({})", p.short_id(), p.goal))
+                    .chain([format!("and {} more", rest.len())])
+                    .collect();
+                assert_eq!(known, &expected.join(", "));
+            }
+            other => panic!("expected UnknownPlan for {reference:?}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn plans_are_listed_most_recently_updated_first_with_the_current_one_flagged() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let p1 = store
+        .create_plan(draft("first", vec![ai_task("a")]), 1_000)
+        .unwrap();
+    let p2 = store
+        .create_plan(draft("second", vec![ai_task("a"), ai_task("b")]), 2_000)
+        .unwrap();
+    let p3 = store.create_plan(draft("third", vec![]), 3_000).unwrap();
+
+    let listed = |store: &Store| -> Vec<(String, bool)> {
+        store
+            .plans()
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.id, p.current))
+            .collect()
+    };
+    let entry = |plan: &Plan, current: bool| (plan.id.clone(), current);
+
+    // The newest plan is current.
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(p3.id.as_str())
+    );
+    assert_eq!(
+        listed(&store),
+        [entry(&p3, true), entry(&p2, false), entry(&p1, false)]
+    );
+    let summaries = store.plans().unwrap();
+    let second = summaries.iter().find(|s| s.id == p2.id).unwrap();
+    assert_eq!(second.short_id, p2.short_id());
+    assert_eq!(second.goal, "second");
+    assert_eq!(second.status, PlanStatus::Approved);
+    assert_eq!(second.task_count, 2);
+    assert_eq!(second.created_at, 2_000);
+    assert_eq!(second.updated_at, 2_000);
+
+    // Editing the oldest plan moves it to the top.
+    store
+        .apply_edit(&p1.id, &add("b"), &any_runner, 4_000)
+        .unwrap();
+    assert_eq!(
+        listed(&store),
+        [entry(&p1, false), entry(&p3, true), entry(&p2, false)]
+    );
+
+    store.set_current_plan(&p2.id, 5_000).unwrap();
+    let flags: Vec<bool> = store.plans().unwrap().iter().map(|p| p.current).collect();
+    assert_eq!(flags.iter().filter(|c| **c).count(), 1);
+    assert!(
+        store
+            .plans()
+            .unwrap()
+            .iter()
+            .any(|p| p.id == p2.id && p.current)
+    );
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(p2.id.as_str())
+    );
+
+    // Deleting another plan keeps the pointer.
+    store.delete_plan(&p3.id, 6_000).unwrap();
+    assert_eq!(
+        store.current_plan_id().unwrap().as_deref(),
+        Some(p2.id.as_str())
+    );
+    assert_eq!(listed(&store), [entry(&p1, false), entry(&p2, true)]);
+    let err = store.plan(&p3.id).unwrap_err();
+    assert!(matches!(err, StoreError::UnknownPlan { .. }), "{err:?}");
+
+    // Deleting the current plan clears the pointer.
+    store.delete_plan(&p2.id, 7_000).unwrap();
+    assert_eq!(store.current_plan_id().unwrap(), None);
+    assert_eq!(listed(&store), [entry(&p1, false)]);
+
+    // Tasks and dependencies went with the plans.
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    for table in ["tasks", "task_dependencies"] {
+        let orphans: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE plan_id <> ?1"),
+                [&p1.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0, "{table} kept rows of deleted plans");
+    }
+
+    // Deleting an unknown or already deleted plan.
+    let events_before = all_events(&store);
+    for unknown in [p2.id.as_str(), "0123456789abcdef0123456789abcdef"] {
+        let err = store.delete_plan(unknown, 8_000).unwrap_err();
+        match &err {
+            StoreError::UnknownPlan { reference, .. } => assert_eq!(reference, unknown),
+            other => panic!("expected UnknownPlan, got {other:?}"),
+        }
+    }
+    assert_eq!(all_events(&store), events_before);
+    assert_eq!(listed(&store), [entry(&p1, false)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// 10. Concurrent writers
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn interleaved_edits_from_two_handles_are_both_kept() {
+    let (_tmp, dir) = workspace();
+    let mut a = create(&dir);
+    let id = a
+        .create_plan(draft("goal", vec![ai_task("root")]), 100)
+        .unwrap()
+        .id;
+    let mut b = existing(&dir);
+
+    let stale = a.plan(&id).unwrap();
+    assert_eq!(stale.revision, 1);
+    b.apply_edit(&id, &add("from-b"), &any_runner, 200).unwrap();
+
+    // A's change sees B's edit, although A last read the plan before it.
+    let (edited, seen_by_a) = a
+        .update_plan(&id, 300, |current| {
+            let (next, report) = weft_core::edit::apply(current, &add("from-a"), &any_runner)?;
+            Ok((next, report.kind, report.payload, ids(current).join(",")))
+        })
+        .unwrap();
+    assert_eq!(seen_by_a, "root,from-b");
+    assert_eq!(ids(&edited), ["root", "from-b", "from-a"]);
+    assert_eq!(edited.revision, 3);
+
+    let (edited, _) = b
+        .apply_edit(&id, &add("from-b-2"), &any_runner, 400)
+        .unwrap();
+    assert_eq!(ids(&edited), ["root", "from-b", "from-a", "from-b-2"]);
+    assert_eq!(a.plan(&id).unwrap(), edited);
+    assert_eq!(b.plan(&id).unwrap(), edited);
+    assert_eq!(all_events(&a).len(), 4);
+    assert_eq!(all_events(&a), all_events(&b));
+}
+
+#[test]
+fn concurrent_writers_in_threads_never_lose_an_edit() {
+    const THREADS: usize = 2;
+    const EDITS: usize = 25;
+    let (_tmp, dir) = workspace();
+    let id = create(&dir)
+        .create_plan(draft("goal", vec![]), 100)
+        .unwrap()
+        .id;
+
+    std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            let dir = &dir;
+            let id = &id;
+            scope.spawn(move || {
+                let mut store = existing(dir);
+                for edit in 0..EDITS {
+                    let now = 1_000 + i64::try_from(edit).unwrap();
+                    store
+                        .apply_edit(id, &add(&format!("t{thread}-{edit}")), &any_runner, now)
+                        .unwrap_or_else(|e| panic!("thread {thread}, edit {edit}: {e}"));
+                }
+            });
+        }
+    });
+
+    let store = existing(&dir);
+    let plan = store.plan(&id).unwrap();
+    assert_eq!(plan.tasks.len(), THREADS * EDITS);
+    assert_eq!(plan.revision, u64::try_from(THREADS * EDITS + 1).unwrap());
+    for thread in 0..THREADS {
+        let mine: Vec<&str> = ids(&plan)
+            .into_iter()
+            .filter(|t| t.starts_with(&format!("t{thread}-")))
+            .collect();
+        let expected: Vec<String> = (0..EDITS).map(|e| format!("t{thread}-{e}")).collect();
+        assert_eq!(mine, expected, "thread {thread}'s tasks, in its order");
+    }
+    for (index, task) in plan.tasks.iter().enumerate() {
+        assert_eq!(usize::try_from(task.order).unwrap(), index + 1);
+    }
+    let events = store.events(Some(&id), 0, 1_000).unwrap();
+    assert_eq!(events.len(), THREADS * EDITS + 1);
+    assert_eq!(
+        events.iter().filter(|e| e.kind == "task_added").count(),
+        THREADS * EDITS
+    );
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+}
