@@ -3,8 +3,10 @@
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::{Value, json};
-use weft_core::{Plan, Task, TaskKind, TaskStatus, Timestamp, Warning};
+use std::collections::HashMap;
+
+use serde::Serialize;
+use weft_core::{Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Warning};
 
 /// Longest title the plan map shows before it cuts with `…`.
 const MAP_TITLE_CHARS: usize = 60;
@@ -74,6 +76,11 @@ pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::
         return Ok(());
     }
     let order_width = plan.tasks.len().to_string().len().max(1);
+    let order_of: HashMap<&str, u32> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.order))
+        .collect();
     let rows: Vec<(String, String, String, String)> = plan
         .tasks
         .iter()
@@ -87,8 +94,9 @@ pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::
                 .dependencies
                 .iter()
                 .map(|d| {
-                    plan.task(d)
-                        .map_or_else(|| d.clone(), |t| t.order.to_string())
+                    order_of
+                        .get(d.as_str())
+                        .map_or_else(|| d.clone(), u32::to_string)
                 })
                 .collect();
             let deps = if deps.is_empty() {
@@ -130,45 +138,82 @@ pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::
     Ok(())
 }
 
-/// The `weft status --json` object.
-pub fn plan_json(plan: &Plan, default_runner: &str) -> Value {
-    let tasks: Vec<Value> = plan
+/// The `weft status --json` object, serialized straight from the plan without a tree.
+#[derive(Serialize)]
+pub struct StatusJson<'a> {
+    plan: PlanJson<'a>,
+}
+
+#[derive(Serialize)]
+struct PlanJson<'a> {
+    id: &'a str,
+    short_id: &'a str,
+    goal: &'a str,
+    status: PlanStatus,
+    runner: Option<&'a str>,
+    revision: u64,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    tasks: Vec<TaskJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct TaskJson<'a> {
+    order: u32,
+    id: &'a str,
+    title: &'a str,
+    status: TaskStatus,
+    kind: TaskKind,
+    /// The effective runner of an AI task; null for manual and ops tasks.
+    runner: Option<&'a str>,
+    dependencies: &'a [String],
+    hold: bool,
+    model: Option<&'a str>,
+    effort: Option<&'a str>,
+    mode: Option<&'a str>,
+    checks: &'a [String],
+    verdict: Option<&'a weft_core::Verdict>,
+}
+
+pub fn plan_json<'a>(plan: &'a Plan, default_runner: &'a str) -> StatusJson<'a> {
+    let tasks = plan
         .tasks
         .iter()
-        .map(|task| {
-            json!({
-                "order": task.order,
-                "id": task.id,
-                "title": task.title,
-                "status": task.status,
-                "kind": task.kind,
-                "runner": match task.kind {
-                    TaskKind::Ai => Value::from(task.effective_runner(plan.runner.as_deref()).unwrap_or(default_runner)),
-                    _ => Value::Null,
-                },
-                "dependencies": task.dependencies,
-                "hold": task.hold,
-                "model": task.model,
-                "effort": task.effort,
-                "mode": task.mode,
-                "checks": task.checks,
-                "verdict": task.verdict,
-            })
+        .map(|task| TaskJson {
+            order: task.order,
+            id: &task.id,
+            title: &task.title,
+            status: task.status,
+            kind: task.kind,
+            runner: match task.kind {
+                TaskKind::Ai => Some(
+                    task.effective_runner(plan.runner.as_deref())
+                        .unwrap_or(default_runner),
+                ),
+                _ => None,
+            },
+            dependencies: &task.dependencies,
+            hold: task.hold,
+            model: task.model.as_deref(),
+            effort: task.effort.as_deref(),
+            mode: task.mode.as_deref(),
+            checks: &task.checks,
+            verdict: task.verdict.as_ref(),
         })
         .collect();
-    json!({
-        "plan": {
-            "id": plan.id,
-            "short_id": plan.short_id(),
-            "goal": plan.goal,
-            "status": plan.status,
-            "runner": plan.runner,
-            "revision": plan.revision,
-            "created_at": plan.created_at,
-            "updated_at": plan.updated_at,
-            "tasks": tasks,
-        }
-    })
+    StatusJson {
+        plan: PlanJson {
+            id: &plan.id,
+            short_id: plan.short_id(),
+            goal: &plan.goal,
+            status: plan.status,
+            runner: plan.runner.as_deref(),
+            revision: plan.revision,
+            created_at: plan.created_at,
+            updated_at: plan.updated_at,
+            tasks,
+        },
+    }
 }
 
 /// `warning:` lines on stderr.
