@@ -12,8 +12,8 @@ pub mod workflow;
 
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
 pub use model::{
-    Attempt, AttemptStatus, Check, OutputSummary, Plan, PlanStatus, Run, RunStatus, Task, TaskKind,
-    TaskStatus, Timestamp, Verdict, VerdictOutcome,
+    Attempt, AttemptStatus, Check, Denial, OutputSummary, Plan, PlanStatus, Run, RunStatus, Task,
+    TaskKind, TaskStatus, Timestamp, Verdict, VerdictOutcome,
 };
 pub use refs::{RefError, resolve_task_ref};
 pub use validate::{ValidationError, ValidationErrors, Warning, validate_tasks};

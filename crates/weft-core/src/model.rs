@@ -301,23 +301,57 @@ pub fn order_of(index: usize) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// An engine is executing it.
     Running,
+    /// No engine is executing it; `weft run` continues it.
     Stopped,
+    /// Every task completed or was skipped.
     Completed,
+    /// The engine ended with tasks failed, blocked or waiting.
     Failed,
+    /// Handed off: reviewed and merged or discarded. A plan's next run is a new one.
     HandedOff,
 }
 
-/// One execution of a plan. Filled in by the engine.
+impl RunStatus {
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Running,
+        RunStatus::Stopped,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::HandedOff,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::HandedOff => "handed_off",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// One execution of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
+    /// 8 lowercase hex characters.
     pub id: String,
     pub plan_id: String,
-    /// The commit the run started from.
-    pub base_ref: String,
-    /// `weft/<run>/integration`.
-    pub integration_branch: String,
+    /// The commit the run started from (isolated runs).
+    pub base_ref: Option<String>,
+    /// `weft/<run>/integration` (isolated runs).
+    pub integration_branch: Option<String>,
     pub status: RunStatus,
+    /// The engine process executing it, with its start time in clock ticks so a reused
+    /// pid is never mistaken for it.
+    pub engine_pid: Option<u32>,
+    pub engine_start_ticks: Option<u64>,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
 }
@@ -325,7 +359,6 @@ pub struct Run {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptStatus {
-    Starting,
     Running,
     Passed,
     Failed,
@@ -333,24 +366,72 @@ pub enum AttemptStatus {
     Cancelled,
 }
 
-/// One try at a task. Filled in by the engine.
+impl AttemptStatus {
+    pub const ALL: [AttemptStatus; 5] = [
+        AttemptStatus::Running,
+        AttemptStatus::Passed,
+        AttemptStatus::Failed,
+        AttemptStatus::Interrupted,
+        AttemptStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptStatus::Running => "running",
+            AttemptStatus::Passed => "passed",
+            AttemptStatus::Failed => "failed",
+            AttemptStatus::Interrupted => "interrupted",
+            AttemptStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AttemptStatus> {
+        AttemptStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// A tool call the agent was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denial {
+    pub tool: String,
+    pub detail: String,
+}
+
+/// One try at a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
+    /// 32 lowercase hex characters.
     pub id: String,
     pub run_id: String,
+    pub plan_id: String,
     pub task_id: String,
     /// 1 for the first try of a task in a run, then 2, 3, ...
     pub number: u32,
     pub runner: String,
     pub status: AttemptStatus,
+    /// Where it ran.
+    pub cwd: String,
     pub worktree: Option<String>,
     pub branch: Option<String>,
+    /// The completion token this attempt must print (none for `exec` and ops tasks).
     pub marker: Option<String>,
+    /// The session id weft chose (Claude Code `--session-id`).
+    pub session_id: Option<String>,
+    /// The session id the agent reported.
+    pub agent_session_id: Option<String>,
     pub pid: Option<u32>,
     pub process_group: Option<i32>,
+    pub process_start_ticks: Option<u64>,
     pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
     pub verdict: Option<Verdict>,
     pub log_path: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub denials: Vec<Denial>,
+    /// The agent's final answer, when its stream reported one.
+    pub final_text: Option<String>,
 }

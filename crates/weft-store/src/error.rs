@@ -48,6 +48,10 @@ pub enum StoreError {
         reference: String,
         candidates: String,
     },
+    #[error("plan {plan} has no task {task:?}")]
+    UnknownTask { plan: String, task: String },
+    #[error("run {run} of this plan is being executed by another weft process (pid {pid})")]
+    RunHeld { run: String, pid: u32 },
     #[error(transparent)]
     Edit(#[from] EditError),
 }
@@ -112,6 +116,12 @@ impl StoreError {
             }
             StoreError::UnknownPlan { known, .. } => Some(format!("plans here: {known}")),
             StoreError::AmbiguousPlan { .. } => Some("type more of the id".into()),
+            StoreError::UnknownTask { .. } => {
+                Some("`weft status` lists the tasks of the plan".into())
+            }
+            StoreError::RunHeld { pid, .. } => Some(format!(
+                "follow it with `weft status --watch`, or stop it with `weft stop` (or end process {pid})"
+            )),
             StoreError::Edit(edit) => edit.hint(),
         }
     }

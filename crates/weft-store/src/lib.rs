@@ -8,6 +8,7 @@
 mod error;
 mod migrations;
 mod rows;
+mod runs;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use weft_core::{Plan, PlanStatus, Task, Timestamp};
 
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
+pub use runs::{ClaimedRun, ControlRequest, TaskUpdate};
 
 /// File name of the database inside the state folder.
 pub const DATABASE_FILE: &str = "weft.db";

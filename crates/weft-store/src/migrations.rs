@@ -64,6 +64,64 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX events_by_plan ON events(plan_id, seq);
     "#,
+    // 2: runs, attempts and control requests (the execution engine).
+    r#"
+    CREATE TABLE runs (
+        id                 TEXT PRIMARY KEY,
+        plan_id            TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+        status             TEXT NOT NULL,
+        base_ref           TEXT,
+        integration_branch TEXT,
+        engine_pid         INTEGER,
+        engine_start_ticks INTEGER,
+        started_at         INTEGER NOT NULL,
+        ended_at           INTEGER
+    ) STRICT;
+    CREATE INDEX runs_by_plan ON runs(plan_id, started_at);
+
+    CREATE TABLE attempts (
+        id                  TEXT PRIMARY KEY,
+        run_id              TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        plan_id             TEXT NOT NULL,
+        task_id             TEXT NOT NULL,
+        number              INTEGER NOT NULL,
+        runner              TEXT NOT NULL,
+        status              TEXT NOT NULL,
+        cwd                 TEXT NOT NULL,
+        worktree            TEXT,
+        branch              TEXT,
+        marker              TEXT,
+        session_id          TEXT,
+        agent_session_id    TEXT,
+        pid                 INTEGER,
+        process_group       INTEGER,
+        process_start_ticks INTEGER,
+        exit_code           INTEGER,
+        signal              INTEGER,
+        started_at          INTEGER NOT NULL,
+        ended_at            INTEGER,
+        verdict             TEXT,
+        log_path            TEXT,
+        input_tokens        INTEGER,
+        output_tokens       INTEGER,
+        cost_usd            REAL,
+        denials             TEXT NOT NULL,
+        final_text          TEXT,
+        UNIQUE (run_id, task_id, number)
+    ) STRICT;
+    CREATE INDEX attempts_by_task ON attempts(plan_id, task_id, started_at);
+    CREATE INDEX attempts_by_status ON attempts(status);
+
+    CREATE TABLE control_requests (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id    TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        task_id    TEXT,
+        created_at INTEGER NOT NULL,
+        handled_at INTEGER
+    ) STRICT;
+    CREATE INDEX control_requests_open ON control_requests(plan_id, handled_at);
+    "#,
 ];
 
 /// The schema version this weft writes.

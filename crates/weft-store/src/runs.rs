@@ -1,0 +1,594 @@
+//! Runs, attempts and control requests: what the engine writes and every other process
+//! reads.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::json;
+use weft_core::{
+    Attempt, AttemptStatus, Denial, OutputSummary, Run, RunStatus, TaskStatus, Timestamp, Verdict,
+};
+
+use crate::rows::{Checked, append_event};
+use crate::{Store, StoreError};
+
+/// A request for the engine that runs a plan, written by any process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlRequest {
+    pub seq: i64,
+    pub plan_id: String,
+    /// `cancel`, `stop` or `force_start`.
+    pub kind: String,
+    pub task_id: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// What `claim_run` found.
+#[derive(Debug, Clone)]
+pub struct ClaimedRun {
+    pub run: Run,
+    /// False when this call created the run.
+    pub continued: bool,
+}
+
+/// A task field change made by the engine or a control command, stored with one event.
+#[derive(Debug, Clone, Default)]
+pub struct TaskUpdate {
+    pub status: Option<TaskStatus>,
+    /// `Some(None)` clears the verdict.
+    pub verdict: Option<Option<Verdict>>,
+    pub output: Option<Option<OutputSummary>>,
+    pub hold: Option<bool>,
+}
+
+const RUN_COLUMNS: &str = "id, plan_id, status, base_ref, integration_branch, engine_pid, \
+     engine_start_ticks, started_at, ended_at";
+
+fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Run>> {
+    let status: String = row.get(2)?;
+    let Some(status) = RunStatus::parse(&status) else {
+        return Ok(Err(format!("unknown run status {status:?}")));
+    };
+    Ok(Ok(Run {
+        id: row.get(0)?,
+        plan_id: row.get(1)?,
+        status,
+        base_ref: row.get(3)?,
+        integration_branch: row.get(4)?,
+        engine_pid: row.get(5)?,
+        engine_start_ticks: row.get::<_, Option<i64>>(6)?.map(|t| t as u64),
+        started_at: row.get(7)?,
+        ended_at: row.get(8)?,
+    }))
+}
+
+const ATTEMPT_COLUMNS: &str = "id, run_id, plan_id, task_id, number, runner, status, cwd, \
+     worktree, branch, marker, session_id, agent_session_id, pid, process_group, \
+     process_start_ticks, exit_code, signal, started_at, ended_at, verdict, log_path, \
+     input_tokens, output_tokens, cost_usd, denials, final_text";
+
+fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Attempt>> {
+    let status: String = row.get(6)?;
+    let Some(status) = AttemptStatus::parse(&status) else {
+        return Ok(Err(format!("unknown attempt status {status:?}")));
+    };
+    let verdict: Option<String> = row.get(20)?;
+    let verdict = match verdict
+        .map(|v| serde_json::from_str::<Verdict>(&v))
+        .transpose()
+    {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(format!("unreadable attempt verdict: {e}"))),
+    };
+    let denials: String = row.get(25)?;
+    let denials: Vec<Denial> = match serde_json::from_str(&denials) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(format!("unreadable attempt denials: {e}"))),
+    };
+    Ok(Ok(Attempt {
+        id: row.get(0)?,
+        run_id: row.get(1)?,
+        plan_id: row.get(2)?,
+        task_id: row.get(3)?,
+        number: row.get(4)?,
+        runner: row.get(5)?,
+        status,
+        cwd: row.get(7)?,
+        worktree: row.get(8)?,
+        branch: row.get(9)?,
+        marker: row.get(10)?,
+        session_id: row.get(11)?,
+        agent_session_id: row.get(12)?,
+        pid: row.get(13)?,
+        process_group: row.get(14)?,
+        process_start_ticks: row.get::<_, Option<i64>>(15)?.map(|t| t as u64),
+        exit_code: row.get(16)?,
+        signal: row.get(17)?,
+        started_at: row.get(18)?,
+        ended_at: row.get(19)?,
+        verdict,
+        log_path: row.get(21)?,
+        input_tokens: row.get::<_, Option<i64>>(22)?.map(|t| t as u64),
+        output_tokens: row.get::<_, Option<i64>>(23)?.map(|t| t as u64),
+        cost_usd: row.get(24)?,
+        denials,
+        final_text: row.get(26)?,
+    }))
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain data always serializes")
+}
+
+fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
+    conn.execute(
+        &format!(
+            "INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+             ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
+             ON CONFLICT(id) DO UPDATE SET status = excluded.status, worktree = excluded.worktree,
+               branch = excluded.branch, agent_session_id = excluded.agent_session_id,
+               pid = excluded.pid, process_group = excluded.process_group,
+               process_start_ticks = excluded.process_start_ticks, exit_code = excluded.exit_code,
+               signal = excluded.signal, ended_at = excluded.ended_at, verdict = excluded.verdict,
+               log_path = excluded.log_path, input_tokens = excluded.input_tokens,
+               output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd,
+               denials = excluded.denials, final_text = excluded.final_text"
+        ),
+        params![
+            attempt.id,
+            attempt.run_id,
+            attempt.plan_id,
+            attempt.task_id,
+            attempt.number,
+            attempt.runner,
+            attempt.status.as_str(),
+            attempt.cwd,
+            attempt.worktree,
+            attempt.branch,
+            attempt.marker,
+            attempt.session_id,
+            attempt.agent_session_id,
+            attempt.pid,
+            attempt.process_group,
+            attempt.process_start_ticks.map(|t| t as i64),
+            attempt.exit_code,
+            attempt.signal,
+            attempt.started_at,
+            attempt.ended_at,
+            attempt.verdict.as_ref().map(json_text),
+            attempt.log_path,
+            attempt.input_tokens.map(|t| t as i64),
+            attempt.output_tokens.map(|t| t as i64),
+            attempt.cost_usd,
+            json_text(&attempt.denials),
+            attempt.final_text,
+        ],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    fn damaged(&self, plan: &str, detail: String) -> StoreError {
+        StoreError::Damaged {
+            path: self.path().to_owned(),
+            plan: plan.to_owned(),
+            detail,
+        }
+    }
+
+    /// The plan's open run (not handed off), if any.
+    pub fn open_run(&self, plan_id: &str) -> Result<Option<Run>, StoreError> {
+        let sql = self.mapper();
+        let row = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE plan_id = ?1 AND status != 'handed_off'
+                     ORDER BY started_at DESC LIMIT 1"
+                ),
+                [plan_id],
+                run_from_row,
+            )
+            .optional()
+            .map_err(&sql)?;
+        row.map(|r| r.map_err(|d| self.damaged(plan_id, d)))
+            .transpose()
+    }
+
+    pub fn run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        let sql = self.mapper();
+        let row = self
+            .conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                [run_id],
+                run_from_row,
+            )
+            .optional()
+            .map_err(&sql)?;
+        row.map(|r| r.map_err(|d| self.damaged(run_id, d)))
+            .transpose()
+    }
+
+    /// Take the plan's open run for this engine process, or create one.
+    ///
+    /// `engine_alive` says whether a recorded engine (pid, start ticks) still runs; when it
+    /// does, the claim is refused with [`StoreError::RunHeld`].
+    pub fn claim_run(
+        &mut self,
+        plan_id: &str,
+        new_run_id: &str,
+        engine: (u32, u64),
+        engine_alive: &dyn Fn(u32, Option<u64>) -> bool,
+        now: Timestamp,
+    ) -> Result<ClaimedRun, StoreError> {
+        let sql = self.mapper();
+        let path = self.path().to_owned();
+        self.write(|tx| {
+            let existing = tx
+                .query_row(
+                    &format!(
+                        "SELECT {RUN_COLUMNS} FROM runs WHERE plan_id = ?1 AND status != 'handed_off'
+                         ORDER BY started_at DESC LIMIT 1"
+                    ),
+                    [plan_id],
+                    run_from_row,
+                )
+                .optional()
+                .map_err(&sql)?
+                .transpose()
+                .map_err(|detail| StoreError::Damaged {
+                    path: path.clone(),
+                    plan: plan_id.to_owned(),
+                    detail,
+                })?;
+            let (pid, ticks) = engine;
+            match existing {
+                Some(run) => {
+                    if let Some(holder) = run.engine_pid
+                        && run.status == RunStatus::Running
+                        && holder != pid
+                        && engine_alive(holder, run.engine_start_ticks)
+                    {
+                        return Err(StoreError::RunHeld {
+                            run: run.id,
+                            pid: holder,
+                        });
+                    }
+                    tx.execute(
+                        "UPDATE runs SET status = 'running', engine_pid = ?2,
+                         engine_start_ticks = ?3, ended_at = NULL WHERE id = ?1",
+                        params![run.id, pid, ticks as i64],
+                    )
+                    .map_err(&sql)?;
+                    append_event(
+                        tx,
+                        Some(plan_id),
+                        "run_continued",
+                        &json!({ "run": run.id, "pid": pid, "previous_pid": run.engine_pid }),
+                        now,
+                    )
+                    .map_err(&sql)?;
+                    Ok(ClaimedRun {
+                        run: Run {
+                            status: RunStatus::Running,
+                            engine_pid: Some(pid),
+                            engine_start_ticks: Some(ticks),
+                            ended_at: None,
+                            ..run
+                        },
+                        continued: true,
+                    })
+                }
+                None => {
+                    let run = Run {
+                        id: new_run_id.to_owned(),
+                        plan_id: plan_id.to_owned(),
+                        base_ref: None,
+                        integration_branch: None,
+                        status: RunStatus::Running,
+                        engine_pid: Some(pid),
+                        engine_start_ticks: Some(ticks),
+                        started_at: now,
+                        ended_at: None,
+                    };
+                    tx.execute(
+                        &format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+                        params![
+                            run.id,
+                            run.plan_id,
+                            run.status.as_str(),
+                            run.base_ref,
+                            run.integration_branch,
+                            pid,
+                            ticks as i64,
+                            run.started_at,
+                            run.ended_at
+                        ],
+                    )
+                    .map_err(&sql)?;
+                    append_event(
+                        tx,
+                        Some(plan_id),
+                        "run_started",
+                        &json!({ "run": run.id, "pid": pid }),
+                        now,
+                    )
+                    .map_err(&sql)?;
+                    Ok(ClaimedRun {
+                        run,
+                        continued: false,
+                    })
+                }
+            }
+        })
+    }
+
+    /// The engine lets go of its run.
+    pub fn release_run(
+        &mut self,
+        run_id: &str,
+        plan_id: &str,
+        status: RunStatus,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
+                 ended_at = ?3 WHERE id = ?1",
+                params![run_id, status.as_str(), now],
+            )
+            .map_err(&sql)?;
+            append_event(
+                tx,
+                Some(plan_id),
+                "run_ended",
+                &json!({ "run": run_id, "status": status.as_str() }),
+                now,
+            )
+            .map_err(&sql)
+        })
+    }
+
+    /// Change a task's run-state fields, with one event.
+    pub fn update_task(
+        &mut self,
+        plan_id: &str,
+        task_id: &str,
+        update: &TaskUpdate,
+        kind: &str,
+        payload: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.update_tasks(plan_id, &[(task_id, update)], kind, payload, now)
+    }
+
+    /// Change several tasks at once (a failure blocking its descendants), with one event.
+    pub fn update_tasks(
+        &mut self,
+        plan_id: &str,
+        updates: &[(&str, &TaskUpdate)],
+        kind: &str,
+        payload: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            for (task_id, update) in updates {
+                let mut sets: Vec<&str> = Vec::new();
+                let status = update.status.map(|s| s.as_str());
+                let verdict = update.verdict.as_ref().map(|v| v.as_ref().map(json_text));
+                let output = update.output.as_ref().map(|o| o.as_ref().map(json_text));
+                if status.is_some() {
+                    sets.push("status = :status");
+                }
+                if verdict.is_some() {
+                    sets.push("verdict = :verdict");
+                }
+                if output.is_some() {
+                    sets.push("output = :output");
+                }
+                if update.hold.is_some() {
+                    sets.push("hold = :hold");
+                }
+                if sets.is_empty() {
+                    continue;
+                }
+                let statement = format!(
+                    "UPDATE tasks SET {} WHERE plan_id = :plan AND id = :task",
+                    sets.join(", ")
+                );
+                let mut stmt = tx.prepare_cached(&statement).map_err(&sql)?;
+                let mut named: Vec<(&str, &dyn rusqlite::ToSql)> =
+                    vec![(":plan", &plan_id), (":task", task_id)];
+                if let Some(status) = &status {
+                    named.push((":status", status));
+                }
+                if let Some(verdict) = &verdict {
+                    named.push((":verdict", verdict));
+                }
+                if let Some(output) = &output {
+                    named.push((":output", output));
+                }
+                if let Some(hold) = &update.hold {
+                    named.push((":hold", hold));
+                }
+                let changed = stmt.execute(named.as_slice()).map_err(&sql)?;
+                if changed == 0 {
+                    return Err(StoreError::UnknownTask {
+                        plan: plan_id.to_owned(),
+                        task: (*task_id).to_owned(),
+                    });
+                }
+            }
+            tx.execute(
+                "UPDATE plans SET revision = revision + 1, updated_at = max(updated_at, ?2)
+                 WHERE id = ?1",
+                params![plan_id, now],
+            )
+            .map_err(&sql)?;
+            append_event(tx, Some(plan_id), kind, &payload, now).map_err(&sql)
+        })
+    }
+
+    /// Insert or update an attempt row (with an event when `event` is given).
+    pub fn save_attempt(
+        &mut self,
+        attempt: &Attempt,
+        event: Option<(&str, serde_json::Value)>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            write_attempt(tx, attempt).map_err(&sql)?;
+            if let Some((kind, payload)) = event {
+                append_event(tx, Some(&attempt.plan_id), kind, &payload, now).map_err(&sql)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn attempts_where(
+        &self,
+        condition: &str,
+        params: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<Attempt>, StoreError> {
+        let sql = self.mapper();
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE {condition} ORDER BY started_at, number"
+            ))
+            .map_err(&sql)?;
+        let rows = stmt
+            .query_map(params, attempt_from_row)
+            .map_err(&sql)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(&sql)?;
+        rows.into_iter()
+            .map(|r| r.map_err(|d| self.damaged("(attempts)", d)))
+            .collect()
+    }
+
+    /// Every attempt of a task in a plan, oldest first.
+    pub fn attempts_of_task(
+        &self,
+        plan_id: &str,
+        task_id: &str,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        self.attempts_where("plan_id = ?1 AND task_id = ?2", &[&plan_id, &task_id])
+    }
+
+    /// Every attempt of a plan, oldest first.
+    pub fn attempts_of_plan(&self, plan_id: &str) -> Result<Vec<Attempt>, StoreError> {
+        self.attempts_where("plan_id = ?1", &[&plan_id])
+    }
+
+    /// Attempts recorded as running (in any plan of the workspace).
+    pub fn running_attempts(&self) -> Result<Vec<Attempt>, StoreError> {
+        self.attempts_where("status = 'running'", &[])
+    }
+
+    pub fn attempt(&self, attempt_id: &str) -> Result<Option<Attempt>, StoreError> {
+        Ok(self
+            .attempts_where("id = ?1", &[&attempt_id])?
+            .into_iter()
+            .next())
+    }
+
+    /// Queue a request for the engine running `plan_id`.
+    pub fn push_control(
+        &mut self,
+        plan_id: &str,
+        kind: &str,
+        task_id: Option<&str>,
+        now: Timestamp,
+    ) -> Result<i64, StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO control_requests (plan_id, kind, task_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![plan_id, kind, task_id, now],
+            )
+            .map_err(&sql)?;
+            let seq = tx.last_insert_rowid();
+            append_event(
+                tx,
+                Some(plan_id),
+                "control_requested",
+                &json!({ "request": kind, "task": task_id, "seq": seq }),
+                now,
+            )
+            .map_err(&sql)?;
+            Ok(seq)
+        })
+    }
+
+    /// Take every unhandled request for the plan, marking them handled.
+    pub fn take_controls(
+        &mut self,
+        plan_id: &str,
+        now: Timestamp,
+    ) -> Result<Vec<ControlRequest>, StoreError> {
+        let sql = self.mapper();
+        // Cheap check first: most ticks have nothing to take and need no write lock.
+        let pending: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM control_requests WHERE plan_id = ?1 AND handled_at IS NULL",
+                [plan_id],
+                |r| r.get(0),
+            )
+            .map_err(&sql)?;
+        if pending == 0 {
+            return Ok(Vec::new());
+        }
+        self.write(|tx| {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT seq, plan_id, kind, task_id, created_at FROM control_requests
+                     WHERE plan_id = ?1 AND handled_at IS NULL ORDER BY seq",
+                )
+                .map_err(&sql)?;
+            let requests = stmt
+                .query_map([plan_id], |r| {
+                    Ok(ControlRequest {
+                        seq: r.get(0)?,
+                        plan_id: r.get(1)?,
+                        kind: r.get(2)?,
+                        task_id: r.get(3)?,
+                        created_at: r.get(4)?,
+                    })
+                })
+                .map_err(&sql)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(&sql)?;
+            tx.execute(
+                "UPDATE control_requests SET handled_at = ?2 WHERE plan_id = ?1 AND handled_at IS NULL",
+                params![plan_id, now],
+            )
+            .map_err(&sql)?;
+            Ok(requests)
+        })
+    }
+
+    /// Append an event that goes with no row change (engine progress, warnings).
+    pub fn record_event(
+        &mut self,
+        plan_id: Option<&str>,
+        kind: &str,
+        payload: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| append_event(tx, plan_id, kind, &payload, now).map_err(&sql))
+    }
+
+    /// The newest event sequence number (0 when there are none).
+    pub fn last_event_seq(&self) -> Result<i64, StoreError> {
+        let sql = self.mapper();
+        self.conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))
+            .map_err(&sql)
+    }
+}
