@@ -4,17 +4,28 @@
 //! so every rule can be tested directly and reused by every front end.
 
 pub mod edit;
+pub mod marker;
 pub mod model;
+pub mod prompt;
 pub mod refs;
+pub mod schedule;
 pub mod slug;
 pub mod validate;
+pub mod verdict;
 pub mod workflow;
 
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
+pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{
     Attempt, AttemptStatus, Check, Denial, OutputSummary, Plan, PlanStatus, Run, RunStatus, Task,
     TaskKind, TaskStatus, Timestamp, Verdict, VerdictOutcome,
 };
+pub use prompt::{MAP_ROWS, TAIL_CHARS, compose, plan_map, tail_chars};
 pub use refs::{RefError, resolve_task_ref};
+pub use schedule::{
+    Blocker, blockers, descendants, is_met, next_to_start, readiness, stopped_by_failure,
+    waiting_for_person,
+};
 pub use validate::{ValidationError, ValidationErrors, Warning, validate_tasks};
+pub use verdict::{CheckRun, Evidence, decide, marked_complete, summarize};
 pub use workflow::{WorkflowError, WorkflowFile, WorkflowFormat};

@@ -572,6 +572,32 @@ impl Store {
         })
     }
 
+    /// Set a plan's overall status, with an event.
+    pub fn set_plan_status(
+        &mut self,
+        plan_id: &str,
+        status: weft_core::PlanStatus,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE plans SET status = ?2, revision = revision + 1,
+                 updated_at = max(updated_at, ?3) WHERE id = ?1",
+                params![plan_id, status.as_str(), now],
+            )
+            .map_err(&sql)?;
+            append_event(
+                tx,
+                Some(plan_id),
+                "plan_status",
+                &json!({ "status": status.as_str() }),
+                now,
+            )
+            .map_err(&sql)
+        })
+    }
+
     /// Append an event that goes with no row change (engine progress, warnings).
     pub fn record_event(
         &mut self,

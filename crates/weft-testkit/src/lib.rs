@@ -1,6 +1,7 @@
 //! Test-only helpers: a hermetic environment for running weft, and real git repositories
 //! in temporary folders.
 
+pub mod fake;
 pub mod hermetic;
 pub mod repo;
 

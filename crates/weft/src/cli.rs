@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{config, demo, init, plan, sessions, status, task};
+use crate::commands::{
+    cancel, complete, config, demo, force_start, init, log, plan, prompt, rearm, retry, run,
+    runners, sessions, skip, status, stop, task, uncomplete,
+};
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
 /// session, and judges it by evidence.
@@ -46,6 +49,30 @@ pub enum Command {
     Sessions(sessions::Args),
     /// Print every setting with its value and where it came from.
     Config(config::Args),
-    /// Create a fresh repository in a temporary folder with a built-in demo plan.
+    /// Run the built-in demo plan (exec runner) in a fresh repository in a temporary folder.
     Demo(demo::Args),
+    /// Start or continue the current plan's run.
+    Run(run::Args),
+    /// Run a finished task again: verdict cleared, blocked descendants released.
+    Retry(retry::Args),
+    /// Edit a task and run it again, in one step.
+    Rearm(rearm::Args),
+    /// Mark a task done by hand (its verdict says no verification ran).
+    Complete(complete::Args),
+    /// Take back a completion: the task is pending again.
+    Uncomplete(uncomplete::Args),
+    /// Start a task now, ignoring its dependencies, hold and the slot cap.
+    ForceStart(force_start::Args),
+    /// Skip a task; it counts as met for its dependents.
+    Skip(skip::Args),
+    /// Cancel a task; a running one is killed with its whole process group.
+    Cancel(cancel::Args),
+    /// Stop the active run; running tasks are killed and marked interrupted.
+    Stop(stop::Args),
+    /// Show the raw output of a task's latest attempt.
+    Log(log::Args),
+    /// Preview what a task would be handed: prompt, command, folder, environment.
+    Prompt(prompt::Args),
+    /// List every runner with whether it is available here and, if not, why.
+    Runners(runners::Args),
 }

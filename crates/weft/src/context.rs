@@ -4,12 +4,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use weft_agents::manifest::{ManifestError, Registry};
 use weft_core::Timestamp;
+use weft_engine::EngineConfig;
 use weft_store::{OpenOptions, Store};
 
 use crate::cli::Globals;
 use crate::error::{CliError, CliResult};
-use crate::runners::known_runners;
 use crate::settings::{Layers, Settings};
 use crate::workspace::Workspace;
 
@@ -125,14 +126,68 @@ impl Ctx {
             .hint("pick one with `weft sessions load <id>` (`weft sessions list` shows them)"))
     }
 
-    /// Whether a runner name has a manifest (built in, workspace or user).
-    pub fn runner_names(&self) -> std::collections::BTreeSet<String> {
+    /// Every runner manifest: built in, user (`~/.config/weft/runners`) and workspace
+    /// (`.weft/runners`); broken manifest files are returned beside it.
+    pub fn registry(&self) -> (Registry, Vec<ManifestError>) {
         let workspace_dir = self.workspace.state_dir().join("runners");
         let user_dir = self.user_config_dir.as_ref().map(|d| d.join("runners"));
-        let mut dirs = vec![workspace_dir.as_path()];
-        if let Some(dir) = &user_dir {
-            dirs.push(dir.as_path());
-        }
-        known_runners(&dirs)
+        Registry::load(Some(&workspace_dir), user_dir.as_deref())
     }
+
+    /// The names of every runner with a readable manifest.
+    pub fn runner_names(&self) -> std::collections::BTreeSet<String> {
+        self.registry().0.names().map(str::to_owned).collect()
+    }
+
+    /// The engine's settings for running `plan_id`.
+    pub fn engine_config(&self, plan_id: &str, run: RunOptions) -> CliResult<EngineConfig> {
+        let (registry, broken) = self.registry();
+        for error in &broken {
+            warnings_text(&format!("runner manifest skipped: {error}"));
+        }
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let secrets =
+            weft_engine::secrets::secret_values(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        Ok(EngineConfig {
+            workspace: self.workspace.root.clone(),
+            state_dir: self.workspace.state_dir(),
+            plan_id: plan_id.to_owned(),
+            parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,
+            halt_on_failure: run.halt_on_failure || self.settings.halt_on_failure(),
+            retry_failed: run.retry_failed,
+            task_timeout: self.settings.task_timeout(),
+            idle_after: self.settings.idle_after(),
+            marker_grace: self.settings.marker_grace(),
+            kill_grace: weft_engine::defaults::KILL_GRACE,
+            log_cap_bytes: weft_engine::defaults::LOG_CAP_BYTES,
+            default_runner: self.settings.runner().to_owned(),
+            registry,
+            secrets,
+            running_as_root: nix_is_root(),
+            path_env: std::env::var_os("PATH"),
+            busy_timeout: self.settings.busy_timeout(),
+            poll_interval: weft_engine::defaults::POLL_INTERVAL,
+            preflight_timeout: weft_engine::defaults::PREFLIGHT_TIMEOUT,
+        })
+    }
+}
+
+/// Options of one `weft run` that override settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    pub parallel: Option<u32>,
+    pub halt_on_failure: bool,
+    pub retry_failed: bool,
+}
+
+fn warnings_text(text: &str) {
+    crate::render::note(&format!("warning: {text}"));
+}
+
+/// Whether weft runs as root (Claude Code's bypass mode needs IS_SANDBOX=1 then).
+fn nix_is_root() -> bool {
+    // The owner of /proc/self is the effective user.
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
 }

@@ -4,8 +4,8 @@ mod cli;
 mod commands;
 mod context;
 mod error;
+mod progress;
 mod render;
-mod runners;
 mod settings;
 mod workspace;
 

@@ -8,6 +8,38 @@ use std::collections::HashMap;
 use serde::Serialize;
 use weft_core::{Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Warning};
 
+/// What a task's attempts used and were refused, summed over every attempt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TaskUsage {
+    pub attempts: u32,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    /// Tool calls the agent was refused in its latest attempt.
+    pub denials: Vec<weft_core::Denial>,
+}
+
+/// Per-task usage from the plan's attempts.
+pub fn usage_by_task(attempts: &[weft_core::Attempt]) -> HashMap<String, TaskUsage> {
+    let mut usage: HashMap<String, TaskUsage> = HashMap::new();
+    for attempt in attempts {
+        let entry = usage.entry(attempt.task_id.clone()).or_default();
+        entry.attempts += 1;
+        let add = |slot: &mut Option<u64>, value: Option<u64>| {
+            if let Some(v) = value {
+                *slot = Some(slot.unwrap_or(0) + v);
+            }
+        };
+        add(&mut entry.input_tokens, attempt.input_tokens);
+        add(&mut entry.output_tokens, attempt.output_tokens);
+        if let Some(cost) = attempt.cost_usd {
+            entry.cost_usd = Some(entry.cost_usd.unwrap_or(0.0) + cost);
+        }
+        entry.denials = attempt.denials.clone();
+    }
+    usage
+}
+
 /// Longest title the plan map shows before it cuts with `…`.
 const MAP_TITLE_CHARS: usize = 60;
 /// Longest goal a list row shows.
@@ -56,7 +88,12 @@ fn status_style(status: TaskStatus) -> anstyle::Style {
 }
 
 /// The plan map: header, then one row per task (order, status, title, runner, deps).
-pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::io::Result<()> {
+pub fn plan_map(
+    out: &mut dyn Write,
+    plan: &Plan,
+    default_runner: &str,
+    usage: &HashMap<String, TaskUsage>,
+) -> std::io::Result<()> {
     let bold = anstyle::Style::new().bold();
     writeln!(
         out,
@@ -135,6 +172,61 @@ pub fn plan_map(out: &mut dyn Write, plan: &Plan, default_runner: &str) -> std::
             task.order, ""
         )?;
     }
+    let mut notes = Vec::new();
+    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
+    for task in &plan.tasks {
+        let failed = matches!(
+            task.status,
+            TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Interrupted
+        );
+        if failed && let Some(verdict) = &task.verdict {
+            notes.push(format!(
+                "  #{} {}: {}",
+                task.order,
+                task.status,
+                cut(&verdict.reason, 100)
+            ));
+        }
+        let Some(used) = usage.get(&task.id) else {
+            continue;
+        };
+        if used.input_tokens.is_some() || used.cost_usd.is_some() {
+            reported = true;
+            tokens_in += used.input_tokens.unwrap_or(0);
+            tokens_out += used.output_tokens.unwrap_or(0);
+            cost += used.cost_usd.unwrap_or(0.0);
+            notes.push(format!(
+                "  #{} tokens {} in / {} out{}",
+                task.order,
+                used.input_tokens.unwrap_or(0),
+                used.output_tokens.unwrap_or(0),
+                used.cost_usd
+                    .map(|c| format!(", ${c:.4}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if !used.denials.is_empty() {
+            let tools: Vec<&str> = used.denials.iter().map(|d| d.tool.as_str()).collect();
+            notes.push(format!(
+                "  #{} was refused {} tool call(s): {}",
+                task.order,
+                used.denials.len(),
+                tools.join(", ")
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        writeln!(out)?;
+        for note in notes {
+            writeln!(out, "{note}")?;
+        }
+    }
+    if reported {
+        writeln!(
+            out,
+            "total: tokens {tokens_in} in / {tokens_out} out, ${cost:.4}"
+        )?;
+    }
     Ok(())
 }
 
@@ -173,9 +265,15 @@ struct TaskJson<'a> {
     mode: Option<&'a str>,
     checks: &'a [String],
     verdict: Option<&'a weft_core::Verdict>,
+    #[serde(flatten)]
+    usage: Option<&'a TaskUsage>,
 }
 
-pub fn plan_json<'a>(plan: &'a Plan, default_runner: &'a str) -> StatusJson<'a> {
+pub fn plan_json<'a>(
+    plan: &'a Plan,
+    default_runner: &'a str,
+    usage: &'a HashMap<String, TaskUsage>,
+) -> StatusJson<'a> {
     let tasks = plan
         .tasks
         .iter()
@@ -199,6 +297,7 @@ pub fn plan_json<'a>(plan: &'a Plan, default_runner: &'a str) -> StatusJson<'a> 
             mode: task.mode.as_deref(),
             checks: &task.checks,
             verdict: task.verdict.as_ref(),
+            usage: usage.get(&task.id),
         })
         .collect();
     StatusJson {

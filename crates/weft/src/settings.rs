@@ -33,7 +33,7 @@ pub const KEYS: &[Key] = &[
         name: "parallel",
         env: "WEFT_PARALLEL",
         default: "3",
-        about: "most tasks running at once (1 to 32)",
+        about: "most tasks running at once (1 to 64)",
         check: parallel,
     },
     Key {
@@ -48,6 +48,20 @@ pub const KEYS: &[Key] = &[
         env: "WEFT_TASK_TIMEOUT",
         default: "60m",
         about: "wall-clock limit of one task attempt (e.g. 90s, 45m, 2h)",
+        check: duration,
+    },
+    Key {
+        name: "idle_after",
+        env: "WEFT_IDLE_AFTER",
+        default: "2m",
+        about: "silence after which a running task is flagged idle (advisory)",
+        check: duration,
+    },
+    Key {
+        name: "marker_grace",
+        env: "WEFT_MARKER_GRACE",
+        default: "30s",
+        about: "how long an agent that printed its marker may take to exit before it is stopped",
         check: duration,
     },
     Key {
@@ -69,8 +83,8 @@ fn non_empty(value: &str) -> Result<(), String> {
 
 fn parallel(value: &str) -> Result<(), String> {
     match value.parse::<u32>() {
-        Ok(n) if (1..=32).contains(&n) => Ok(()),
-        _ => Err("must be a whole number from 1 to 32".into()),
+        Ok(n) if (1..=64).contains(&n) => Ok(()),
+        _ => Err("must be a whole number from 1 to 64".into()),
     }
 }
 
@@ -196,19 +210,29 @@ impl Settings {
         self.raw("runner")
     }
 
-    #[allow(dead_code)] // read by the engine issue's `weft run`
     pub fn parallel(&self) -> u32 {
         self.raw("parallel").parse().unwrap_or(3)
     }
 
-    #[allow(dead_code)] // read by the engine issue's `weft run`
     pub fn halt_on_failure(&self) -> bool {
         parse_bool(self.raw("halt_on_failure")).unwrap_or(false)
     }
 
-    #[allow(dead_code)] // read by the engine issue's `weft run`
     pub fn task_timeout(&self) -> Duration {
-        humantime::parse_duration(self.raw("task_timeout")).unwrap_or(Duration::from_secs(3600))
+        self.duration("task_timeout")
+    }
+
+    pub fn idle_after(&self) -> Duration {
+        self.duration("idle_after")
+    }
+
+    pub fn marker_grace(&self) -> Duration {
+        self.duration("marker_grace")
+    }
+
+    /// A duration setting; its value was checked when the settings were resolved.
+    fn duration(&self, name: &str) -> Duration {
+        humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(60))
     }
 
     pub fn busy_timeout(&self) -> Duration {
@@ -341,7 +365,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.message,
-            "setting `parallel` = \"0\" from environment (WEFT_PARALLEL) must be a whole number from 1 to 32"
+            "setting `parallel` = \"0\" from environment (WEFT_PARALLEL) must be a whole number from 1 to 64"
         );
     }
 

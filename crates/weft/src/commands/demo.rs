@@ -9,10 +9,11 @@ use weft_core::{PlanStatus, WorkflowFile, WorkflowFormat};
 use weft_store::PlanDraft;
 
 use crate::cli::Globals;
+use crate::commands::run::execute;
 use crate::commands::{stdout, styled};
-use crate::context::{Ctx, now};
+use crate::context::{Ctx, RunOptions, now};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_map};
+use crate::render::{note, plan_map, usage_by_task};
 use crate::workspace::Workspace;
 
 /// The demo plan, built into the binary.
@@ -24,6 +25,9 @@ pub struct Args {
     /// or be empty).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Print engine events as JSON lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -62,14 +66,26 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         },
         now(),
     )?;
-    note(&format!("demo repository: {}", root.display()));
-    stdout(&styled(|out| plan_map(out, &plan, ctx.settings.runner())))?;
+    drop(store);
     note(&format!(
-        "\nthe plan is stored in {}; look around with:\n  cd {}\n  weft status\n  weft plan export",
-        store.path().display(),
+        "demo repository: {}\nrunning the demo plan {} ({} tasks, exec runner):",
+        root.display(),
+        plan.short_id(),
+        plan.tasks.len()
+    ));
+    let config = ctx.engine_config(&plan.id, RunOptions::default())?;
+    let result = execute(&config, args.json);
+    let store = ctx.store_with_plans()?;
+    let plan = store.plan(&plan.id)?;
+    let usage = usage_by_task(&store.attempts_of_plan(&plan.id)?);
+    stdout(&styled(|out| {
+        plan_map(out, &plan, ctx.settings.runner(), &usage)
+    }))?;
+    note(&format!(
+        "\nlook around with:\n  cd {}\n  weft status\n  weft log 3\n  weft prompt 3",
         root.display()
     ));
-    Ok(())
+    result
 }
 
 /// `git init` with one commit, using the configured identity or weft's own.

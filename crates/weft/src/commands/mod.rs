@@ -1,12 +1,25 @@
 //! One module per command; each has its clap `Args` and a `run` function.
 
+pub mod cancel;
+pub mod complete;
 pub mod config;
+pub mod control;
 pub mod demo;
+pub mod force_start;
 pub mod init;
+pub mod log;
 pub mod plan;
+pub mod prompt;
+pub mod rearm;
+pub mod retry;
+pub mod run;
+pub mod runners;
 pub mod sessions;
+pub mod skip;
 pub mod status;
+pub mod stop;
 pub mod task;
+pub mod uncomplete;
 
 use std::io::Write;
 
@@ -23,6 +36,18 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Sessions(args) => sessions::run(args, globals),
         Command::Config(args) => config::run(args, globals),
         Command::Demo(args) => demo::run(args, globals),
+        Command::Run(args) => run::run(args, globals),
+        Command::Retry(args) => retry::run(args, globals),
+        Command::Rearm(args) => rearm::run(args, globals),
+        Command::Complete(args) => complete::run(args, globals),
+        Command::Uncomplete(args) => uncomplete::run(args, globals),
+        Command::ForceStart(args) => force_start::run(args, globals),
+        Command::Skip(args) => skip::run(args, globals),
+        Command::Cancel(args) => cancel::run(args, globals),
+        Command::Stop(args) => stop::run(args, globals),
+        Command::Log(args) => log::run(args, globals),
+        Command::Prompt(args) => prompt::run(args, globals),
+        Command::Runners(args) => runners::run(args, globals),
     }
 }
 

@@ -1,29 +1,43 @@
-//! `weft status`: the plan map of the current plan.
+//! `weft status`: the plan map of the current plan, with what each task used; `--watch`
+//! follows a run from another terminal.
 
-use std::io::Write;
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use weft_core::Plan;
+use weft_store::Store;
 
 use crate::cli::Globals;
 use crate::commands::{stdout, styled};
 use crate::context::Ctx;
 use crate::error::CliResult;
-use crate::render::{plan_json, plan_map};
+use crate::render::{TaskUsage, plan_json, plan_map, usage_by_task};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print one JSON object instead of the map.
     #[arg(long)]
     pub json: bool,
+    /// Redraw whenever the plan changes, until its run ends.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let ctx = Ctx::load(globals)?;
     let store = ctx.store_with_plans()?;
-    let plan = store.plan(&ctx.plan_id(&store)?)?;
+    let plan_id = ctx.plan_id(&store)?;
     let default_runner = ctx.settings.runner();
+    if args.watch {
+        return watch(&store, &plan_id, default_runner);
+    }
+    let plan = store.plan(&plan_id)?;
+    let usage = usage_by_task(&store.attempts_of_plan(&plan_id)?);
     if args.json {
         // JSON carries no colour: write it straight out, not through the colour filter.
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let written = serde_json::to_writer(&mut out, &plan_json(&plan, default_runner))
+        let written = serde_json::to_writer(&mut out, &plan_json(&plan, default_runner, &usage))
             .map_err(std::io::Error::from)
             .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush());
@@ -32,6 +46,43 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             _ => Ok(()),
         }
     } else {
-        stdout(&styled(|out| plan_map(out, &plan, default_runner)))
+        stdout(&map_text(&plan, default_runner, &usage))
+    }
+}
+
+fn map_text(plan: &Plan, default_runner: &str, usage: &HashMap<String, TaskUsage>) -> String {
+    styled(|out| plan_map(out, plan, default_runner, usage))
+}
+
+fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
+    let terminal = std::io::stdout().is_terminal();
+    let mut seen = -1;
+    loop {
+        let seq = store.last_event_seq()?;
+        let running = weft_engine::control::engine_running(store, plan_id)?;
+        if seq != seen {
+            seen = seq;
+            let plan = store.plan(plan_id)?;
+            let usage = usage_by_task(&store.attempts_of_plan(plan_id)?);
+            let mut text = String::new();
+            if terminal {
+                text.push_str("\x1b[H\x1b[2J");
+            }
+            text.push_str(&map_text(&plan, default_runner, &usage));
+            match running {
+                Some(pid) => text.push_str(&format!(
+                    "\n(watching the run of engine pid {pid}; Ctrl-C to stop watching)\n"
+                )),
+                None => text.push_str("\n(no run is active)\n"),
+            }
+            if !terminal {
+                text.push('\n');
+            }
+            stdout(&text)?;
+        }
+        if running.is_none() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(300));
     }
 }

@@ -192,7 +192,7 @@ fn unknown_runner_is_a_warning_not_an_error() {
     // A manifest makes it known.
     weft.write(
         ".weft/runners/my-agent.toml",
-        "name = \"my-agent\"\ncommand = \"my-agent\"\n",
+        "name = \"my-agent\"\ncommand = \"my-agent\"\nargs = [\"{{prompt}}\"]\n",
     );
     let run = weft.ok(&["plan", "--file", "plan.toml"]);
     assert!(!run.stderr.contains("warning"), "{}", run.stderr);

@@ -101,5 +101,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.tasks.len(),
         if plan.tasks.len() == 1 { "" } else { "s" }
     ));
-    stdout(&styled(|out| plan_map(out, &plan, ctx.settings.runner())))
+    stdout(&styled(|out| {
+        plan_map(out, &plan, ctx.settings.runner(), &Default::default())
+    }))
 }

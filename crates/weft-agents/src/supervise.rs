@@ -1,0 +1,604 @@
+//! Starting one attempt's process and watching it until it and everything it started are
+//! gone.
+//!
+//! # Threads
+//!
+//! [`Attempt::start`] spawns the child in its own process group and these threads:
+//!
+//! - **stdin writer** (only when there is a prompt): writes it and closes the pipe. A child
+//!   that never reads cannot block anything else; the thread ends when the write finishes
+//!   or fails (the reader is gone).
+//! - **readers**, one per output pipe (stdout, stderr; or the pty master): read until EOF
+//!   and pass chunks (at most 64 KiB) over a bounded channel. They never stop early, so
+//!   the child never sees a closed pipe; when the channel is full they wait, which stalls
+//!   the child's writes (flow control) rather than growing memory.
+//! - **exit watcher**: `waitid(WEXITED | WNOWAIT)` on the child. It learns of the exit
+//!   without reaping, so the exited leader stays a zombie and its pid, which is also the
+//!   process group id, cannot be reused while the group is still being signalled.
+//! - **monitor**: owns every piece of state. It masks, logs, keeps the tail, splits lines,
+//!   parses the structured stream, scans for the marker and emits events. It also
+//!   enforces the wall-clock timeout, the idle notice, the marker grace and cancellation.
+//!   [`Attempt::wait`] joins it.
+//!
+//! # Exit, drain and group kill
+//!
+//! Killing is a non-blocking state machine in the monitor: `SIGTERM` (+`SIGCONT`) to the
+//! group, `kill_grace` while output is still drained, then `SIGKILL`. It is triggered by the
+//! timeout, by cancellation, or by the marker grace running out while the leader still
+//! runs.
+//!
+//! When the leader exits (observed, not yet reaped), the monitor looks for live members
+//! left in the group (by scanning `/proc`) and, if there are any, kills them the same way.
+//! The attempt ends once the leader has exited, no live member of the group is left, and
+//! both pipes reached EOF, or 1 s has passed since the group emptied (a pipe held open
+//! by a process that left the group). Only then is the leader reaped.
+//!
+//! Live members are found by scanning `/proc/*/stat` for the group id, ignoring zombies
+//! (an orphan nobody has reaped yet, e.g. under a container init that does not reap,
+//! holds nothing open and cannot be killed).
+//!
+//! # Pseudo-terminal
+//!
+//! With `needs_tty`, stdout and stderr (and stdin when there is no prompt; a prompt still
+//! goes through a pipe, so it can end with EOF) are the slave side of a pty of
+//! [`PTY_ROWS`] × [`PTY_COLS`], and the master is read as the one output stream
+//! (`Stdout`), scanned in all three marker views. The child does not get the pty as its
+//! controlling terminal (that needs `setsid` in the child, i.e. `pre_exec`, i.e. unsafe
+//! code): `isatty` is true, but opening `/dev/tty` fails.
+//!
+//! # Memory
+//!
+//! Bounded whatever the child prints: the channel (32 chunks of ≤ 64 KiB), the tail
+//! (`tail_bytes`), the line buffers (4 KiB for plain text; 4 MiB for structured streams,
+//! beyond which a line is cut and not parsed), the masker's carry (shorter than the
+//! longest secret), permission denials (100), and live `Line` events (at most 1,000 a
+//! second; the rest are counted in a note). The log file stops at `log_cap_bytes`.
+
+mod buffers;
+mod monitor;
+mod process;
+
+use std::io::{self, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, SyncSender, sync_channel};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+
+pub use buffers::MIN_SECRET_LEN;
+pub use process::{group_alive, kill_group, process_alive, process_start_ticks};
+
+use crate::event::AgentEvent;
+use crate::manifest::LaunchSpec;
+use monitor::{Monitor, Msg};
+
+/// Default `SIGTERM` → `SIGKILL` grace.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(3);
+/// Default silence before an [`SupervisorEvent::Idle`].
+pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(60);
+/// Default wait for an agent to exit by itself once its marker was seen.
+pub const DEFAULT_MARKER_GRACE: Duration = Duration::from_secs(15);
+/// Default cap on an attempt's output log.
+pub const DEFAULT_LOG_CAP_BYTES: u64 = 64 * 1024 * 1024;
+/// Default size of the in-memory output tail.
+pub const DEFAULT_TAIL_BYTES: usize = 64 * 1024;
+/// The longest text of one [`SupervisorEvent::Line`], note included.
+pub const LINE_EVENT_MAX: usize = 4096;
+/// At most this many `(tool, detail)` pairs are kept in [`Outcome::permission_denials`].
+pub const MAX_PERMISSION_DENIALS: usize = 100;
+/// The pseudo-terminal size given to runners that need a TTY.
+pub const PTY_ROWS: u16 = 50;
+/// See [`PTY_ROWS`].
+pub const PTY_COLS: u16 = 250;
+
+/// How one attempt is watched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuperviseOptions {
+    /// Hard wall-clock limit; then the group is killed and `Outcome::timed_out` is set.
+    pub timeout: Duration,
+    /// Silence before an `Idle` event (once per silence); advisory only. Zero: never.
+    pub idle_after: Duration,
+    /// `SIGTERM` → `SIGKILL` grace.
+    pub kill_grace: Duration,
+    /// Once the marker is seen, how long the agent may take to exit by itself before its
+    /// group is killed (`Outcome::killed_after_marker`).
+    pub marker_grace: Duration,
+    /// Raw output, stdout and stderr interleaved in arrival order, masked; created with
+    /// its parents (truncated if it exists).
+    pub log_path: PathBuf,
+    /// Past this, one note line is written and the rest is dropped (still read and scanned).
+    pub log_cap_bytes: u64,
+    /// Size of `Outcome::tail`.
+    pub tail_bytes: usize,
+    /// The completion marker to look for (ignored when the spec does not receive one).
+    pub marker_token: Option<String>,
+    /// Values shown as `****` in the log, the tail and events (at least
+    /// [`MIN_SECRET_LEN`] bytes; shorter ones are ignored).
+    pub secrets: Vec<String>,
+}
+
+impl SuperviseOptions {
+    /// Options with the defaults above, no marker and no secrets.
+    pub fn new(log_path: impl Into<PathBuf>, timeout: Duration) -> Self {
+        Self {
+            timeout,
+            idle_after: DEFAULT_IDLE_AFTER,
+            kill_grace: DEFAULT_KILL_GRACE,
+            marker_grace: DEFAULT_MARKER_GRACE,
+            log_path: log_path.into(),
+            log_cap_bytes: DEFAULT_LOG_CAP_BYTES,
+            tail_bytes: DEFAULT_TAIL_BYTES,
+            marker_token: None,
+            secrets: Vec::new(),
+        }
+    }
+}
+
+/// Which pipe a line came from. Under a pseudo-terminal everything is `Stdout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+impl OutputStream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::Stdout => 0,
+            Self::Stderr => 1,
+        }
+    }
+}
+
+/// What happens during an attempt, as it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SupervisorEvent {
+    /// Always the first event.
+    Started { pid: u32, process_group: i32 },
+    /// One output line, masked, at most [`LINE_EVENT_MAX`] bytes (longer lines are cut,
+    /// with a note). For live display; rate-limited (a note counts what was skipped).
+    Line { stream: OutputStream, text: String },
+    /// Parsed from the structured stream (masked).
+    Agent(AgentEvent),
+    /// No output for `silent_for` (once per silence).
+    Idle { silent_for: Duration },
+    /// The marker was seen; `view` is `raw`, `flattened`, `rendered` or `final_result`.
+    MarkerSeen { view: &'static str },
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    /// The marker was seen and the agent, still running after `marker_grace`, was killed.
+    pub killed_after_marker: bool,
+    /// The view that saw the marker: `raw`, `flattened`, `rendered` or `final_result`.
+    pub marker: Option<&'static str>,
+    /// The last `tail_bytes` of output (stdout and stderr interleaved), lossy UTF-8, masked.
+    pub tail: String,
+    /// The structured stream's final answer.
+    pub final_text: Option<String>,
+    /// An error the structured stream reported (the final record's, else the last one).
+    pub stream_error: Option<String>,
+    pub session_id: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    /// `(tool, detail)`, at most [`MAX_PERMISSION_DENIALS`].
+    pub permission_denials: Vec<(String, String)>,
+    /// Bytes read from the child (before masking), whether logged or not.
+    pub output_bytes: u64,
+    /// The log stopped at its cap (or could not be written).
+    pub log_truncated: bool,
+    /// From the start to the leader's exit.
+    pub duration: Duration,
+}
+
+/// Why an attempt could not be started. Every message names the program and where it was
+/// to run.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot start `{program}` in {}: program not found{}", cwd.display(), if program.contains('/') { "" } else { " on PATH" })]
+    NotFound { program: String, cwd: PathBuf },
+    #[error("cannot start `{program}` in {}: permission denied (is it an executable file?)", cwd.display())]
+    PermissionDenied { program: String, cwd: PathBuf },
+    #[error("cannot start `{program}` in {}: not an executable format (a script needs a `#!` line)", cwd.display())]
+    ExecFormat { program: String, cwd: PathBuf },
+    #[error("cannot start `{program}`: working directory {} does not exist or is not a directory", cwd.display())]
+    CwdMissing { program: String, cwd: PathBuf },
+    #[error("cannot start `{program}` in {}: cannot write the prompt file {}: {source}", cwd.display(), path.display())]
+    PromptFile {
+        program: String,
+        cwd: PathBuf,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start `{program}` in {}: cannot create the output log {}: {source}", cwd.display(), path.display())]
+    Log {
+        program: String,
+        cwd: PathBuf,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start `{program}` in {}: cannot open a pseudo-terminal: {source}", cwd.display())]
+    Pty {
+        program: String,
+        cwd: PathBuf,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot start `{program}` in {}: {source}", cwd.display())]
+    Io {
+        program: String,
+        cwd: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl SpawnError {
+    fn from_spawn(err: io::Error, spec: &LaunchSpec) -> Self {
+        let program = spec.program.clone();
+        let cwd = spec.cwd.clone();
+        if !spec.cwd.is_dir() {
+            return Self::CwdMissing { program, cwd };
+        }
+        match err.raw_os_error().map(Errno::from_raw) {
+            Some(Errno::ENOENT) => Self::NotFound { program, cwd },
+            Some(Errno::EACCES | Errno::EPERM) => Self::PermissionDenied { program, cwd },
+            Some(Errno::ENOEXEC) => Self::ExecFormat { program, cwd },
+            _ => Self::Io {
+                program,
+                cwd,
+                source: err,
+            },
+        }
+    }
+}
+
+/// Stops an attempt from any thread: its whole process group is terminated (`SIGTERM`,
+/// `kill_grace`, `SIGKILL`) and `Outcome::cancelled` is set. Does not block.
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    tx: SyncSender<Msg>,
+    requested: Arc<AtomicBool>,
+}
+
+impl Canceller {
+    pub fn cancel(&self) {
+        if !self.requested.swap(true, Ordering::SeqCst) {
+            // Wakes the monitor, which acts on the flag. A full channel means the monitor
+            // has messages to wake for anyway; a closed one, that the attempt is over.
+            let _ = self.tx.try_send(Msg::Cancel);
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+}
+
+/// One running agent process and its supervisor.
+#[derive(Debug)]
+pub struct Attempt {
+    pub pid: u32,
+    /// Equal to `pid`: the child leads its own group.
+    pub process_group: i32,
+    pub started_at: SystemTime,
+    /// `/proc/<pid>/stat` start time, so a stored `(pid, start_ticks)` pair identifies
+    /// this process even after its pid is reused.
+    pub start_ticks: Option<u64>,
+    canceller: Canceller,
+    monitor: JoinHandle<Outcome>,
+}
+
+/// Chunks in flight between the readers and the monitor.
+const CHANNEL_DEPTH: usize = 32;
+/// Bytes per read.
+const READ_CHUNK: usize = 64 * 1024;
+
+impl Attempt {
+    /// Writes the prompt file (if any), creates the log, starts the process in its own
+    /// process group and starts supervising it. The first event sent is `Started`; on an
+    /// error nothing is sent.
+    pub fn start(
+        spec: &LaunchSpec,
+        options: SuperviseOptions,
+        events: Sender<SupervisorEvent>,
+    ) -> Result<Attempt, SpawnError> {
+        let program = spec.program.clone();
+        let cwd = spec.cwd.clone();
+        if !spec.cwd.is_dir() {
+            return Err(SpawnError::CwdMissing { program, cwd });
+        }
+        if let Some((path, text)) = &spec.prompt_file {
+            let path = spec.cwd.join(path);
+            write_prompt_file(&path, text).map_err(|source| SpawnError::PromptFile {
+                program: program.clone(),
+                cwd: cwd.clone(),
+                path,
+                source,
+            })?;
+        }
+        let log = buffers::LogFile::create(&options.log_path, options.log_cap_bytes).map_err(
+            |source| SpawnError::Log {
+                program: program.clone(),
+                cwd: cwd.clone(),
+                path: options.log_path.clone(),
+                source,
+            },
+        )?;
+
+        let mut command = Command::new(&spec.program);
+        command
+            .args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .process_group(0);
+        let master = if spec.needs_tty {
+            let (master, slave) = open_pty().map_err(|source| SpawnError::Pty {
+                program: program.clone(),
+                cwd: cwd.clone(),
+                source,
+            })?;
+            let io_err = |source| SpawnError::Io {
+                program: program.clone(),
+                cwd: cwd.clone(),
+                source,
+            };
+            command.stdout(Stdio::from(slave.try_clone().map_err(io_err)?));
+            command.stderr(Stdio::from(slave.try_clone().map_err(io_err)?));
+            if spec.stdin.is_some() {
+                command.stdin(Stdio::piped());
+            } else {
+                command.stdin(Stdio::from(slave));
+            }
+            Some(master)
+        } else {
+            command
+                .stdin(if spec.stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            None
+        };
+        let spawned = spawn_retrying(&mut command);
+        // The command holds our copies of the pty slave: close them, so the master sees
+        // EOF (EIO) once the child's side is gone.
+        drop(command);
+        let mut child = spawned.map_err(|err| SpawnError::from_spawn(err, spec))?;
+        let started = Instant::now();
+        let started_at = SystemTime::now();
+        let pid = child.id();
+        let process_group = i32::try_from(pid).unwrap_or(i32::MAX);
+        let start_ticks = process_start_ticks(pid);
+
+        match Self::supervise(&mut child, spec, options, events, log, master, started) {
+            Ok((canceller, monitor_input)) => {
+                let monitor = thread::Builder::new()
+                    .name(format!("weft-monitor-{pid}"))
+                    .spawn(move || monitor_input.run(child));
+                match monitor {
+                    Ok(monitor) => Ok(Attempt {
+                        pid,
+                        process_group,
+                        started_at,
+                        start_ticks,
+                        canceller,
+                        monitor,
+                    }),
+                    Err(source) => {
+                        // The closure (and the child with it) is gone; kill by group id.
+                        process::signal_group(process_group, Signal::SIGKILL);
+                        Err(SpawnError::Io {
+                            program,
+                            cwd,
+                            source,
+                        })
+                    }
+                }
+            }
+            Err(source) => {
+                process::signal_group(process_group, Signal::SIGKILL);
+                let _ = child.wait();
+                Err(SpawnError::Io {
+                    program,
+                    cwd,
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Starts the stdin writer, readers and exit watcher; returns the monitor to run.
+    fn supervise(
+        child: &mut Child,
+        spec: &LaunchSpec,
+        options: SuperviseOptions,
+        events: Sender<SupervisorEvent>,
+        log: buffers::LogFile,
+        master: Option<OwnedFd>,
+        started: Instant,
+    ) -> io::Result<(Canceller, Monitor)> {
+        let pid = child.id();
+        let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+        if let (Some(prompt), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+            thread::Builder::new()
+                .name(format!("weft-stdin-{pid}"))
+                .spawn(move || {
+                    // A child that exits without reading makes this fail: fine.
+                    let _ = stdin.write_all(prompt.as_bytes());
+                })?;
+        }
+        match master {
+            Some(master) => spawn_reader(
+                std::fs::File::from(master),
+                OutputStream::Stdout,
+                tx.clone(),
+                pid,
+            )?,
+            None => {
+                if let Some(stdout) = child.stdout.take() {
+                    spawn_reader(stdout, OutputStream::Stdout, tx.clone(), pid)?;
+                }
+                if let Some(stderr) = child.stderr.take() {
+                    spawn_reader(stderr, OutputStream::Stderr, tx.clone(), pid)?;
+                }
+            }
+        }
+        let watcher_tx = tx.clone();
+        thread::Builder::new()
+            .name(format!("weft-exit-{pid}"))
+            .spawn(move || {
+                monitor::watch_exit(pid);
+                let _ = watcher_tx.send(Msg::Exited);
+            })?;
+        let requested = Arc::new(AtomicBool::new(false));
+        let canceller = Canceller {
+            tx,
+            requested: Arc::clone(&requested),
+        };
+        let token = options
+            .marker_token
+            .clone()
+            .filter(|token| spec.receives_marker && !token.is_empty());
+        let monitor = Monitor::new(
+            rx,
+            events,
+            &options,
+            token,
+            spec.stream,
+            log,
+            spec.needs_tty,
+            requested,
+            started,
+            i32::try_from(pid).unwrap_or(i32::MAX),
+        );
+        Ok((canceller, monitor))
+    }
+
+    /// A handle that cancels this attempt from any thread.
+    pub fn canceller(&self) -> Canceller {
+        self.canceller.clone()
+    }
+
+    /// Blocks until the child has exited, its output is drained (or abandoned to a
+    /// process outside the group), and no live member of its group is left.
+    pub fn wait(self) -> Outcome {
+        let Attempt {
+            pid,
+            process_group,
+            canceller,
+            monitor,
+            ..
+        } = self;
+        drop(canceller);
+        match monitor.join() {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                // The monitor panicked: make sure nothing of the attempt survives.
+                kill_group(process_group, DEFAULT_KILL_GRACE);
+                Outcome {
+                    stream_error: Some(format!("weft's supervisor of pid {pid} failed")),
+                    ..Outcome::default()
+                }
+            }
+        }
+    }
+}
+
+fn write_prompt_file(path: &Path, text: &str) -> io::Result<()> {
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        fs_err::create_dir_all(parent)?;
+    }
+    fs_err::write(path, text)
+}
+
+/// `Command::spawn`, retried briefly on `ETXTBSY` (another thread of this process had the
+/// freshly written executable open for writing when it forked).
+fn spawn_retrying(command: &mut Command) -> io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Err(err) if err.raw_os_error() == Some(Errno::ETXTBSY as i32) && tries < 5 => {
+                tries += 1;
+                thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn spawn_reader(
+    mut source: impl io::Read + Send + 'static,
+    stream: OutputStream,
+    tx: SyncSender<Msg>,
+    pid: u32,
+) -> io::Result<()> {
+    thread::Builder::new()
+        .name(format!("weft-{}-{pid}", stream.as_str()))
+        .spawn(move || {
+            let mut buf = vec![0u8; READ_CHUNK];
+            loop {
+                match source.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if tx.send(Msg::Chunk(stream, buf[..n].to_vec())).is_err() {
+                            // The monitor gave up on this pipe (held open by a process
+                            // outside the group): stop reading.
+                            return;
+                        }
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    // EIO: the pty's slave side is closed everywhere, the pty's EOF.
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Msg::Eof(stream));
+        })?;
+    Ok(())
+}
+
+/// A pseudo-terminal pair, both ends close-on-exec (the child gets the slave through its
+/// stdio, which `Command` dup2s without the flag).
+fn open_pty() -> Result<(OwnedFd, OwnedFd), nix::Error> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    use nix::pty::{Winsize, openpty};
+    let size = Winsize {
+        ws_row: PTY_ROWS,
+        ws_col: PTY_COLS,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pair = openpty(&size, None::<&nix::sys::termios::Termios>)?;
+    fcntl(&pair.master, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&pair.slave, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok((pair.master, pair.slave))
+}

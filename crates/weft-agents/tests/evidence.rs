@@ -1,0 +1,506 @@
+//! Marker evidence: every view, every split, the things that must never match, and the
+//! memory bound.
+
+use memchr::memmem;
+use proptest::prelude::*;
+use weft_agents::evidence::{
+    MarkerScanner, ScanOptions, View, Views, flatten, text_contains_marker,
+};
+
+const TOKEN: &str = "WEFT_DONE_0123456789abcdef";
+const OTHER: &str = "WEFT_DONE_fedcba9876543210";
+
+const RAW: Views = Views {
+    raw: true,
+    flattened: false,
+    rendered: false,
+};
+const FLAT: Views = Views {
+    raw: false,
+    flattened: true,
+    rendered: false,
+};
+const RENDERED: Views = Views {
+    raw: false,
+    flattened: false,
+    rendered: true,
+};
+
+/// Feeds `chunks` then flushes; the view that saw the marker.
+fn scan_chunks(token: &str, views: Views, chunks: &[&[u8]]) -> Option<View> {
+    let mut scanner = MarkerScanner::with_views(token, views);
+    for chunk in chunks {
+        scanner.feed(chunk);
+    }
+    scanner.flush()
+}
+
+fn scan(views: Views, bytes: &[u8]) -> Option<View> {
+    scan_chunks(TOKEN, views, &[bytes])
+}
+
+/// What the views must say for `bytes` fed whole: raw first, then flattened.
+fn reference(bytes: &[u8], token: &str) -> Option<View> {
+    if memmem::find(bytes, token.as_bytes()).is_some() {
+        Some(View::Raw)
+    } else if memmem::find(&flatten(bytes), &flatten(token.as_bytes())).is_some() {
+        Some(View::Flattened)
+    } else {
+        None
+    }
+}
+
+#[test]
+fn view_names() {
+    assert_eq!(View::Raw.as_str(), "raw");
+    assert_eq!(View::Flattened.as_str(), "flattened");
+    assert_eq!(View::Rendered.as_str(), "rendered");
+    assert_eq!(View::Rendered.to_string(), "rendered");
+}
+
+#[test]
+fn scanner_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<MarkerScanner>();
+}
+
+#[test]
+fn plain_marker_is_raw_in_every_split() {
+    let sample = format!("working...\nAll done: {TOKEN}\nbye\n");
+    let bytes = sample.as_bytes();
+    for a in 0..=bytes.len() {
+        for b in a..=bytes.len() {
+            let chunks = [&bytes[..a], &bytes[a..b], &bytes[b..]];
+            assert_eq!(
+                scan_chunks(TOKEN, Views::ALL, &chunks),
+                Some(View::Raw),
+                "split at {a}/{b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn byte_at_a_time() {
+    let sample = format!("\x1b[32mok\x1b[0m WEFT_DO\x1b[1mNE_\x1b[0m0123456789\nabcdef done");
+    let mut scanner = MarkerScanner::with_views(TOKEN, Views::LINEAR);
+    let mut seen = None;
+    for b in sample.as_bytes() {
+        seen = scanner.feed(std::slice::from_ref(b));
+    }
+    assert_eq!(seen, Some(View::Flattened));
+}
+
+#[test]
+fn ansi_interleaved_marker_is_flattened_in_every_split() {
+    let samples: [&[u8]; 5] = [
+        b"WEFT_DO\x1b[1mNE_0123456789abcdef",
+        b"\x1b[38;5;208mWEFT\x1b[0m_\x1b[1;4mDONE_\x1b[0m0123456789abcdef\x1b[0m",
+        b"WEFT_DONE_\x1b]8;;https://example.com\x1b\\0123456789\x1b]8;;\x1b\\abcdef",
+        b"WEFT_DONE_01\x1b]0;window title\x0723456789abcdef",
+        b"WEFT_\x1b(BDONE_\x1b7\x1b80123456789abcdef",
+    ];
+    for sample in samples {
+        assert_eq!(scan(RAW, sample), None);
+        for a in 0..=sample.len() {
+            let chunks = [&sample[..a], &sample[a..]];
+            assert_eq!(
+                scan_chunks(TOKEN, Views::LINEAR, &chunks),
+                Some(View::Flattened),
+                "{:?} split at {a}",
+                String::from_utf8_lossy(sample)
+            );
+        }
+    }
+}
+
+#[test]
+fn whitespace_split_and_wrapped_markers_are_flattened() {
+    let samples: [&[u8]; 5] = [
+        b"WEFT_DONE_\n0123456789abcdef",
+        b"WEFT_DONE_01234\r\n56789abcdef\r\n",
+        b"  WEFT _ DONE _ 0123 4567 89ab cdef  ",
+        b"WEFT_DONE_0123\t456789abcdef",
+        "WEFT_DONE_\u{a0}0123456789\u{200b}abcdef".as_bytes(),
+    ];
+    for sample in samples {
+        assert_eq!(scan(Views::ALL, sample), Some(View::Flattened));
+        assert_eq!(scan(FLAT, sample), Some(View::Flattened));
+    }
+}
+
+#[test]
+fn box_drawn_marker_is_flattened() {
+    let panel = "╭──────────────────╮\n│ All done:        │\n│ WEFT_DONE_012345 │\n│ 6789abcdef       │\n╰──────────────────╯\n";
+    assert_eq!(scan(Views::ALL, panel.as_bytes()), Some(View::Flattened));
+    let blocks = "WEFT_DONE_▌0123456789▐abcdef█";
+    assert_eq!(scan(Views::ALL, blocks.as_bytes()), Some(View::Flattened));
+    // Every split, including inside the three-byte box characters.
+    let bytes = panel.as_bytes();
+    for a in 0..=bytes.len() {
+        assert_eq!(
+            scan_chunks(TOKEN, FLAT, &[&bytes[..a], &bytes[a..]]),
+            Some(View::Flattened),
+            "split at {a}"
+        );
+    }
+}
+
+#[test]
+fn cursor_positioned_marker_is_seen() {
+    let first = b"\x1b[2J\x1b[5;10HWEFT_DONE_";
+    let second = b"\x1b[5;20H0123456789abcdef\x1b[24;1H";
+    // The flattened view drops the cursor move between the halves: it sees it first.
+    assert_eq!(
+        scan_chunks(TOKEN, Views::ALL, &[first, second]),
+        Some(View::Flattened)
+    );
+
+    // The rendered view alone, in two chunks: the second is small, so it is read at the
+    // flush.
+    let mut scanner = MarkerScanner::with_views(TOKEN, RENDERED);
+    assert_eq!(scanner.feed(first), None);
+    scanner.feed(second);
+    assert_eq!(scanner.flush(), Some(View::Rendered));
+    assert_eq!(scanner.found(), Some(View::Rendered));
+
+    // In one chunk: the first dirty chunk is read at once.
+    let mut whole = first.to_vec();
+    whole.extend_from_slice(second);
+    let mut scanner = MarkerScanner::with_views(TOKEN, RENDERED);
+    assert_eq!(scanner.feed(&whole), Some(View::Rendered));
+}
+
+#[test]
+fn painted_out_of_order_is_rendered_in_every_split() {
+    // A TUI painting the second half first, then the first half before it.
+    let bytes = b"\x1b[3;21H456789abcdef\x1b[3;7HWEFT_DONE_0123\x1b[10;1H";
+    assert_eq!(scan(Views::LINEAR, bytes), None);
+    for a in 0..=bytes.len() {
+        for b in a..=bytes.len() {
+            let chunks = [&bytes[..a], &bytes[a..b], &bytes[b..]];
+            assert_eq!(
+                scan_chunks(TOKEN, Views::ALL, &chunks),
+                Some(View::Rendered),
+                "split at {a}/{b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn backspace_and_carriage_return_overwrites_are_rendered() {
+    let backspaced = b"WEFT_DONE_01XX\x08\x0823456789abcdef\n";
+    assert_eq!(scan(Views::LINEAR, backspaced), None);
+    assert_eq!(scan(Views::ALL, backspaced), Some(View::Rendered));
+
+    let rewritten = b"xxxx_DONE_0123456789abcdef\rWEFT\n";
+    assert_eq!(scan(Views::LINEAR, rewritten), None);
+    assert_eq!(scan(Views::ALL, rewritten), Some(View::Rendered));
+}
+
+#[test]
+fn marker_wrapped_by_the_terminal_is_rendered() {
+    // Painted at the last columns of a 250-column row, wrapping onto the next.
+    let bytes = b"\x1b[1;244HWEFT_DONE_0123456789abcdef";
+    assert_eq!(scan(RENDERED, bytes), Some(View::Rendered));
+}
+
+#[test]
+fn other_tokens_never_match() {
+    let never: [&[u8]; 10] = [
+        OTHER.as_bytes(),
+        b"WEFT-DONE-",
+        b"print WEFT-DONE- when done",
+        b"WEFT_DONE_",
+        b"0123456789abcdef",
+        b"WEFT_DONE_ then 0123456789abcdef",
+        b"WEFT_DONE_0123456789abcde",
+        b"WEFT_DONE_0123456789abcdeg",
+        b"\x1b[5;30H0123456789abcdef\x1b[6;1HWEFT_DONE_",
+        b"WEFT_DONE_\x1b]0;0123456789abcdef\x07",
+    ];
+    for sample in never {
+        assert_eq!(
+            scan(Views::ALL, sample),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(sample)
+        );
+        assert_eq!(
+            text_contains_marker(&String::from_utf8_lossy(sample), TOKEN),
+            None
+        );
+    }
+    // Our own marker is not another task's.
+    assert_eq!(scan_chunks(OTHER, Views::ALL, &[TOKEN.as_bytes()]), None);
+}
+
+#[test]
+fn found_is_sticky() {
+    let mut scanner = MarkerScanner::new(TOKEN);
+    assert_eq!(scanner.feed(b"nothing yet\n"), None);
+    assert_eq!(scanner.found(), None);
+    assert_eq!(
+        scanner.feed(format!("{TOKEN}\n").as_bytes()),
+        Some(View::Raw)
+    );
+    assert_eq!(scanner.feed(b"more output"), Some(View::Raw));
+    assert_eq!(scanner.flush(), Some(View::Raw));
+    assert_eq!(scanner.found(), Some(View::Raw));
+    assert_eq!(scanner.retained_bytes(), 0);
+}
+
+#[test]
+fn empty_token_is_never_found() {
+    let mut scanner = MarkerScanner::new("");
+    assert_eq!(scanner.feed(b"anything at all"), None);
+    assert_eq!(scanner.flush(), None);
+    assert_eq!(text_contains_marker("anything", ""), None);
+}
+
+#[test]
+fn token_with_spaces_is_flattened_too() {
+    // Odd tokens still work: the flattened views look for the flattened token.
+    assert_eq!(
+        text_contains_marker("say DONE NOW", "DONE NOW"),
+        Some(View::Raw)
+    );
+    assert_eq!(
+        text_contains_marker("say DONE\nNOW", "DONE NOW"),
+        Some(View::Flattened)
+    );
+    assert_eq!(text_contains_marker("é DONE é", "é DONE"), Some(View::Raw));
+    assert_eq!(
+        text_contains_marker("é\nDONE é", "é DONE"),
+        Some(View::Flattened)
+    );
+}
+
+#[test]
+fn text_contains_marker_on_texts() {
+    assert_eq!(
+        text_contains_marker(&format!("All done. {TOKEN}"), TOKEN),
+        Some(View::Raw)
+    );
+    assert_eq!(
+        text_contains_marker("All done. WEFT_DONE_\n0123456789abcdef", TOKEN),
+        Some(View::Flattened)
+    );
+    assert_eq!(text_contains_marker("All done.", TOKEN), None);
+    // A long text with the marker at the very end.
+    let mut long = "lorem ipsum dolor sit amet ".repeat(100_000);
+    long.push_str(TOKEN);
+    assert_eq!(text_contains_marker(&long, TOKEN), Some(View::Raw));
+}
+
+/// 50 MB of noise: ANSI colours and cursor moves, UTF-8 and box drawing, partial
+/// markers, binary bytes, unterminated sequences.
+fn noise(len: usize) -> Vec<u8> {
+    let pieces: [&[u8]; 12] = [
+        b"compiling crate v0.1.0 (/work/x)\n",
+        b"\x1b[32mok\x1b[0m ",
+        b"\x1b[12;40H",
+        "│ résumé ─── ▌ ".as_bytes(),
+        b"WEFT_DONE_",
+        b"0123456789abcde",
+        b"W",
+        b"\xff\xfe\x00\x80\xc3",
+        b"\r",
+        b"\x1b]0;title",
+        b"\x1b[",
+        b"\x08",
+    ];
+    let mut out = Vec::with_capacity(len + 64);
+    let mut x: u64 = 0x1234_5678_9abc_def1;
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(pieces[(x % pieces.len() as u64) as usize]);
+    }
+    out
+}
+
+#[test]
+fn memory_stays_bounded() {
+    let data = noise(50 << 20);
+    assert_eq!(
+        reference(&data, TOKEN),
+        None,
+        "the noise must not hold the marker"
+    );
+    let options = ScanOptions::default();
+    let bound = 64 * 1024 + usize::from(options.rows) * usize::from(options.cols) * 4;
+    let mut scanner = MarkerScanner::new(TOKEN);
+    let mut max = 0;
+    for (k, chunk) in data.chunks(61_441).enumerate() {
+        assert_eq!(scanner.feed(chunk), None);
+        if k % 16 == 0 {
+            max = max.max(scanner.retained_bytes());
+        }
+    }
+    assert_eq!(scanner.flush(), None);
+    max = max.max(scanner.retained_bytes());
+    assert!(max < bound, "retained {max} bytes, bound {bound}");
+    assert!(scanner.screen_reads() > 0);
+
+    // The linear views alone, in one 8 MB chunk.
+    let mut linear = MarkerScanner::with_views(TOKEN, Views::LINEAR);
+    assert_eq!(linear.feed(&data[..8 << 20]), None);
+    assert!(
+        linear.retained_bytes() < 64 * 1024,
+        "{}",
+        linear.retained_bytes()
+    );
+}
+
+#[test]
+fn unterminated_sequences_do_not_hide_the_marker() {
+    // A stray OSC opener followed by megabytes of text: the views give up on the
+    // sequence and still see the marker at the end, with bounded memory.
+    for opener in [&b"\x1b]"[..], b"\x1bP", b"\x1b_", b"\x1b["] {
+        let mut data = opener.to_vec();
+        data.extend(std::iter::repeat_n(b'x', 3 << 20));
+        data.extend_from_slice(b"\nWEFT_DONE_\n0123456789abcdef\n");
+        for views in [FLAT, RENDERED] {
+            let mut scanner = MarkerScanner::with_views(TOKEN, views);
+            let mut seen = None;
+            let mut max = 0;
+            for chunk in data.chunks(4096) {
+                seen = scanner.feed(chunk);
+                max = max.max(scanner.retained_bytes());
+            }
+            let seen = seen.or_else(|| scanner.flush());
+            assert!(seen.is_some(), "{views:?} after {opener:?}");
+            assert!(max < 512 * 1024, "{max}");
+        }
+    }
+}
+
+/// Pieces that exercise the flattened view's skipping: token fragments, escape
+/// sequences, whitespace, UTF-8, box drawing, controls, stray bytes.
+fn piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        Just(b"WEFT_DONE_0123456789abcdef".to_vec()),
+        Just(b"WEFT_".to_vec()),
+        Just(b"DONE_".to_vec()),
+        Just(b"W".to_vec()),
+        Just(b"WEFT_DONE_0123".to_vec()),
+        Just(b"456789abcdef".to_vec()),
+        Just(b"0123456789abcdef".to_vec()),
+        Just(b"\x1b[1m".to_vec()),
+        Just(b"\x1b[38;5;208m".to_vec()),
+        Just(b"\x1b]0;W title\x07".to_vec()),
+        Just(b"\x1b]8;;http://x\x1b\\".to_vec()),
+        Just(b"\x1b".to_vec()),
+        Just(b"\x1b[".to_vec()),
+        Just(b"\x1b(B".to_vec()),
+        Just(b"\x1bW".to_vec()),
+        Just(b" ".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\t".to_vec()),
+        Just("│".as_bytes().to_vec()),
+        Just("é".as_bytes().to_vec()),
+        Just("\u{200b}".as_bytes().to_vec()),
+        Just(b"\xe2".to_vec()),
+        Just(b"\x07".to_vec()),
+        Just(b"\x00".to_vec()),
+        "[a-zA-Z_ ]{0,12}".prop_map(String::into_bytes),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    ]
+}
+
+/// Sorted split points within `len`.
+fn splits(len: usize, points: &[usize]) -> Vec<usize> {
+    let mut cuts: Vec<usize> = points.iter().map(|p| p % (len + 1)).collect();
+    cuts.sort_unstable();
+    cuts
+}
+
+fn feed_split(token: &str, views: Views, bytes: &[u8], cuts: &[usize]) -> Option<View> {
+    let mut scanner = MarkerScanner::with_views(token, views);
+    let mut at = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+        scanner.feed(&bytes[at..cut]);
+        at = cut;
+    }
+    scanner.flush()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The streaming linear views agree with flattening the whole input at once, for any
+    /// input and any chunking.
+    #[test]
+    fn linear_views_agree_with_the_reference(
+        pieces in proptest::collection::vec(piece(), 0..40),
+        points in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let bytes: Vec<u8> = pieces.concat();
+        let cuts = splits(bytes.len(), &points);
+        let expected = reference(&bytes, TOKEN);
+        prop_assert_eq!(feed_split(TOKEN, Views::LINEAR, &bytes, &cuts), expected);
+        let flat_only = feed_split(TOKEN, FLAT, &bytes, &cuts);
+        let flat_expected = memmem::find(&flatten(&bytes), TOKEN.as_bytes()).is_some();
+        prop_assert_eq!(flat_only.is_some(), flat_expected);
+        let text = String::from_utf8_lossy(&bytes);
+        prop_assert_eq!(
+            text_contains_marker(&text, TOKEN).is_some(),
+            reference(text.as_bytes(), TOKEN).is_some()
+        );
+    }
+
+    /// A marker, possibly cut by escape sequences and whitespace, inside random noise and
+    /// split anywhere, is always found.
+    #[test]
+    fn marker_in_noise_is_found_in_every_split(
+        before in proptest::collection::vec(piece(), 0..20),
+        after in proptest::collection::vec(piece(), 0..20),
+        cut_at in 0usize..TOKEN.len(),
+        filler in prop_oneof![
+            Just(&b""[..]), Just(&b"\x1b[0m"[..]), Just(&b"\n"[..]), Just(&b" "[..]),
+            Just(&b"\x1b]0;x\x07"[..]), Just("│".as_bytes()),
+        ],
+        points in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut bytes = before.concat();
+        // An unfinished escape sequence in the noise would swallow the marker's start:
+        // end any with a harmless final byte first.
+        bytes.extend_from_slice(b"\x07\x1b\\m ");
+        bytes.extend_from_slice(&TOKEN.as_bytes()[..cut_at]);
+        bytes.extend_from_slice(filler);
+        bytes.extend_from_slice(&TOKEN.as_bytes()[cut_at..]);
+        bytes.extend_from_slice(&after.concat());
+        let cuts = splits(bytes.len(), &points);
+        prop_assert!(feed_split(TOKEN, Views::LINEAR, &bytes, &cuts).is_some());
+        prop_assert!(feed_split(TOKEN, FLAT, &bytes, &cuts).is_some());
+    }
+
+    /// Noise never yields another token's marker.
+    #[test]
+    fn other_token_never_found(
+        pieces in proptest::collection::vec(piece(), 0..40),
+        points in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let bytes: Vec<u8> = pieces.concat();
+        let cuts = splits(bytes.len(), &points);
+        prop_assert_eq!(feed_split(OTHER, Views::ALL, &bytes, &cuts), None);
+    }
+
+    /// A painted marker is found whatever the chunking.
+    #[test]
+    fn painted_marker_found_in_any_chunking(
+        row in 1u16..50,
+        col in 1u16..200,
+        points in proptest::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let bytes = format!(
+            "\x1b[{row};{}H456789abcdef\x1b[{row};{col}HWEFT_DONE_0123\x1b[1;1H",
+            col + 14
+        );
+        let cuts = splits(bytes.len(), &points);
+        prop_assert_eq!(feed_split(TOKEN, Views::ALL, bytes.as_bytes(), &cuts), Some(View::Rendered));
+    }
+}

@@ -1,0 +1,284 @@
+//! One attempt: launch planning, then the threads that wait for it and run its checks.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, SystemTime};
+
+use weft_agents::StreamKind;
+use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest};
+use weft_agents::supervise::{
+    Attempt as Supervised, Canceller, Outcome, SuperviseOptions, SupervisorEvent,
+};
+use weft_core::marker::Marker;
+use weft_core::prompt::compose;
+use weft_core::verdict::CheckRun;
+use weft_core::{Plan, TaskKind};
+
+use crate::error::EngineError;
+use crate::{EngineConfig, defaults};
+
+/// Messages from attempt threads to the engine loop.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Supervisor {
+        attempt: String,
+        event: SupervisorEvent,
+    },
+    Finished {
+        attempt: String,
+        result: Box<AttemptResult>,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct AttemptResult {
+    pub outcome: Outcome,
+    pub checks: Vec<CheckRun>,
+}
+
+/// Everything decided before an attempt starts.
+#[derive(Debug)]
+pub struct LaunchPlan {
+    pub runner: String,
+    pub spec: LaunchSpec,
+    pub marker: Option<Marker>,
+    pub prompt: String,
+}
+
+/// The runner a task uses, by kind: ops tasks run their command through `exec`.
+pub fn runner_name(config: &EngineConfig, plan: &Plan, index: usize) -> String {
+    let task = &plan.tasks[index];
+    match task.kind {
+        TaskKind::Ops | TaskKind::Manual => "exec".into(),
+        TaskKind::Ai => task
+            .effective_runner(plan.runner.as_deref())
+            .unwrap_or(&config.default_runner)
+            .to_owned(),
+    }
+}
+
+pub fn manifest_for<'a>(
+    config: &'a EngineConfig,
+    plan: &Plan,
+    index: usize,
+) -> Result<&'a Manifest, EngineError> {
+    let name = runner_name(config, plan, index);
+    let task = &plan.tasks[index];
+    config
+        .registry
+        .get(&name)
+        .map(|loaded| &loaded.manifest)
+        .ok_or_else(|| EngineError::UnknownRunner {
+            order: task.order,
+            task: task.id.clone(),
+            runner: name,
+            known: config.registry.names().collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Compose the prompt and the launch of one attempt of task `index`.
+pub fn plan_launch(
+    config: &EngineConfig,
+    plan: &Plan,
+    index: usize,
+    marker_id: &str,
+    session_id: &str,
+    prompt_dir: &Path,
+    attempt_id: &str,
+) -> Result<LaunchPlan, EngineError> {
+    let task = &plan.tasks[index];
+    let manifest = manifest_for(config, plan, index)?;
+    let runner = runner_name(config, plan, index);
+    let is_agent = task.kind == TaskKind::Ai && manifest.marker();
+    let marker = if is_agent {
+        Marker::from_id(marker_id)
+    } else {
+        None
+    };
+    let prompt = match task.kind {
+        TaskKind::Ops | TaskKind::Manual => task.command.clone().unwrap_or_default(),
+        // A runner that is not an agent (exec) runs the task's own text, not a briefing.
+        TaskKind::Ai if !manifest.marker() => task.prompt.clone(),
+        TaskKind::Ai => compose(plan, index, marker.as_ref(), false),
+    };
+    let vars = LaunchVars {
+        prompt: prompt.clone(),
+        prompt_file: Some(prompt_dir.join(format!("{attempt_id}.md"))),
+        model: task.model.clone(),
+        effort: task.effort.clone(),
+        mode: task.mode.clone(),
+        cwd: config.workspace.clone(),
+        session_id: session_id.to_owned(),
+        running_as_root: config.running_as_root,
+    };
+    let spec = manifest.launch(&vars).map_err(|e| EngineError::Launch {
+        order: task.order,
+        task: task.id.clone(),
+        detail: e.to_string(),
+    })?;
+    Ok(LaunchPlan {
+        runner,
+        spec,
+        marker,
+        prompt,
+    })
+}
+
+pub(crate) fn supervise_options(
+    config: &EngineConfig,
+    log_path: PathBuf,
+    marker: Option<&Marker>,
+) -> SuperviseOptions {
+    SuperviseOptions {
+        timeout: config.task_timeout,
+        idle_after: config.idle_after,
+        kill_grace: config.kill_grace,
+        marker_grace: config.marker_grace,
+        log_path,
+        log_cap_bytes: config.log_cap_bytes,
+        tail_bytes: defaults::TAIL_BYTES,
+        marker_token: marker.map(Marker::token),
+        secrets: config.secrets.clone(),
+    }
+}
+
+/// A started attempt: its process ids and how to cancel it.
+pub(crate) struct Started {
+    pub pid: u32,
+    pub process_group: i32,
+    pub started_at: SystemTime,
+    pub canceller: Canceller,
+}
+
+/// What runs after the agent: per-task checks, in the task's folder.
+pub(crate) struct CheckPlan {
+    pub commands: Vec<String>,
+    pub cwd: PathBuf,
+    pub log_dir: PathBuf,
+    pub attempt_id: String,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub secrets: Vec<String>,
+    pub receives_marker: bool,
+}
+
+/// Start the attempt's process, then hand waiting (and checks) to its own thread.
+pub(crate) fn start(
+    attempt_id: &str,
+    spec: &LaunchSpec,
+    options: SuperviseOptions,
+    checks: CheckPlan,
+    to_engine: Sender<Msg>,
+) -> Result<Started, String> {
+    let (events_tx, events_rx) = mpsc::channel::<SupervisorEvent>();
+    let supervised = Supervised::start(spec, options, events_tx).map_err(|e| e.to_string())?;
+    let started = Started {
+        pid: supervised.pid,
+        process_group: supervised.process_group,
+        started_at: supervised.started_at,
+        canceller: supervised.canceller(),
+    };
+    let forward = to_engine.clone();
+    let id = attempt_id.to_owned();
+    std::thread::Builder::new()
+        .name(format!("weft-events-{id}"))
+        .spawn(move || {
+            for event in events_rx {
+                if forward
+                    .send(Msg::Supervisor {
+                        attempt: id.clone(),
+                        event,
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    let id = attempt_id.to_owned();
+    std::thread::Builder::new()
+        .name(format!("weft-wait-{id}"))
+        .spawn(move || {
+            let outcome = supervised.wait();
+            let agent_passed = !outcome.timed_out
+                && !outcome.cancelled
+                && if checks.receives_marker {
+                    outcome.marker.is_some()
+                } else {
+                    outcome.exit_code == Some(0)
+                };
+            let checks = if agent_passed {
+                run_checks(&checks)
+            } else {
+                Vec::new()
+            };
+            let _ = to_engine.send(Msg::Finished {
+                attempt: id,
+                result: Box::new(AttemptResult { outcome, checks }),
+            });
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    Ok(started)
+}
+
+/// Run each check with `sh -c`, in order, stopping at the first that fails.
+fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
+    let mut runs = Vec::new();
+    for (index, command) in plan.commands.iter().enumerate() {
+        let spec = LaunchSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), command.clone()],
+            env: Vec::new(),
+            stdin: None,
+            prompt_file: None,
+            cwd: plan.cwd.clone(),
+            needs_tty: false,
+            stream: StreamKind::Plain,
+            receives_marker: false,
+        };
+        let options = SuperviseOptions {
+            timeout: plan.timeout,
+            idle_after: plan.timeout,
+            kill_grace: plan.kill_grace,
+            marker_grace: plan.kill_grace,
+            log_path: plan
+                .log_dir
+                .join(format!("{}.check-{}.log", plan.attempt_id, index + 1)),
+            log_cap_bytes: 4 * 1024 * 1024,
+            tail_bytes: 4 * 1024,
+            marker_token: None,
+            secrets: plan.secrets.clone(),
+        };
+        let (tx, _rx) = mpsc::channel();
+        let run = match Supervised::start(&spec, options, tx) {
+            Ok(check) => {
+                let outcome = check.wait();
+                let mut tail = outcome.tail;
+                if outcome.timed_out {
+                    tail.push_str("\n[weft: check timed out]");
+                }
+                CheckRun {
+                    command: command.clone(),
+                    exit_code: if outcome.timed_out {
+                        None
+                    } else {
+                        outcome.exit_code
+                    },
+                    output_tail: tail,
+                }
+            }
+            Err(e) => CheckRun {
+                command: command.clone(),
+                exit_code: None,
+                output_tail: e.to_string(),
+            },
+        };
+        let failed = run.exit_code != Some(0);
+        runs.push(run);
+        if failed {
+            break;
+        }
+    }
+    runs
+}

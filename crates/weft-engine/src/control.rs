@@ -1,0 +1,434 @@
+//! Recovery moves and control requests, from any terminal, whether or not a run is active.
+//!
+//! State changes go straight to the store (a running engine re-reads the plan every tick);
+//! what only the engine can do (kill a running attempt, stop, start out of turn) is left as
+//! a control request it picks up.
+
+use serde_json::json;
+use weft_core::edit::{Edit, TaskChanges, apply};
+use weft_core::schedule::{descendants, stopped_by_failure};
+use weft_core::verdict::marked_complete;
+use weft_core::{Plan, TaskStatus, resolve_task_ref};
+use weft_store::{Store, TaskUpdate};
+
+use crate::engine::{now, same_process_alive};
+use crate::error::EngineError;
+
+/// What a control command did, one line per fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlReport {
+    pub lines: Vec<String>,
+}
+
+fn failed_like(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Conflicted
+    )
+}
+
+/// Whether any task upstream of `index` (transitively) failed.
+fn has_failed_ancestor(plan: &Plan, index: usize) -> bool {
+    let mut stack: Vec<&str> = plan.tasks[index]
+        .dependencies
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if let Some(task) = plan.task(id) {
+            if failed_like(task.status) {
+                return true;
+            }
+            stack.extend(task.dependencies.iter().map(String::as_str));
+        }
+    }
+    false
+}
+
+/// Blocked descendants of `task_id` with no failed ancestor left go back to pending.
+pub fn release_blocked(
+    store: &mut Store,
+    plan_id: &str,
+    task_id: &str,
+) -> Result<Vec<String>, EngineError> {
+    let plan = store.plan(plan_id)?;
+    let released: Vec<String> = descendants(&plan, task_id)
+        .into_iter()
+        .filter(|&i| plan.tasks[i].status == TaskStatus::Blocked && !has_failed_ancestor(&plan, i))
+        .map(|i| plan.tasks[i].id.clone())
+        .collect();
+    if !released.is_empty() {
+        let pending = TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            ..TaskUpdate::default()
+        };
+        let updates: Vec<(&str, &TaskUpdate)> =
+            released.iter().map(|id| (id.as_str(), &pending)).collect();
+        store.update_tasks(
+            plan_id,
+            &updates,
+            "tasks_released",
+            json!({ "by": task_id, "tasks": released }),
+            now(),
+        )?;
+    }
+    Ok(released)
+}
+
+/// Whether an engine is executing the plan right now.
+pub fn engine_running(store: &Store, plan_id: &str) -> Result<Option<u32>, EngineError> {
+    Ok(store.open_run(plan_id)?.and_then(|run| {
+        let pid = run.engine_pid?;
+        (run.status == weft_core::RunStatus::Running
+            && same_process_alive(pid, run.engine_start_ticks))
+        .then_some(pid)
+    }))
+}
+
+struct Target {
+    index: usize,
+    order: u32,
+    id: String,
+    status: TaskStatus,
+}
+
+fn target(store: &Store, plan_id: &str, reference: &str) -> Result<(Plan, Target), EngineError> {
+    let plan = store.plan(plan_id)?;
+    let index = resolve_task_ref(&plan.tasks, reference)?;
+    let task = &plan.tasks[index];
+    let target = Target {
+        index,
+        order: task.order,
+        id: task.id.clone(),
+        status: task.status,
+    };
+    Ok((plan, target))
+}
+
+fn not_running(target: &Target) -> Result<(), EngineError> {
+    if target.status == TaskStatus::InProgress {
+        return Err(EngineError::TaskRunning {
+            order: target.order,
+            task: target.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn released_line(released: &[String]) -> Option<String> {
+    (!released.is_empty()).then(|| format!("released blocked tasks: {}", released.join(", ")))
+}
+
+/// Put a finished task back in line: verdict cleared, blocked descendants released.
+pub fn retry(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    not_running(&target)?;
+    if matches!(
+        target.status,
+        TaskStatus::Pending | TaskStatus::Approved | TaskStatus::Blocked
+    ) {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "failed, cancelled, interrupted, conflicted, completed or skipped",
+        });
+    }
+    store.update_task(
+        plan_id,
+        &target.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            verdict: Some(None),
+            output: Some(None),
+            hold: None,
+        },
+        "task_retried",
+        json!({ "task": target.id, "was": target.status.as_str() }),
+        now(),
+    )?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    let mut lines = vec![format!(
+        "task #{} {:?} will run again (was {})",
+        target.order, target.id, target.status
+    )];
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
+/// Edit a task's fields and retry it, in one step.
+pub fn rearm(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+    changes: &TaskChanges,
+    known_runner: &dyn Fn(&str) -> bool,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    not_running(&target)?;
+    let task_id = target.id.clone();
+    let (_, report) = store.update_plan(plan_id, now(), |plan| {
+        // Unlock the task for the edit: a re-armed task starts over.
+        let mut unlocked = plan.clone();
+        let task = &mut unlocked.tasks[target.index];
+        task.status = TaskStatus::Pending;
+        task.verdict = None;
+        task.output = None;
+        let (next, report) = if changes.is_empty() {
+            (unlocked, None)
+        } else {
+            let (next, report) = apply(
+                &unlocked,
+                &Edit::Update {
+                    task: task_id.clone(),
+                    changes: changes.clone(),
+                },
+                known_runner,
+            )?;
+            (next, Some(report))
+        };
+        Ok((
+            next,
+            "task_rearmed",
+            json!({ "task": task_id, "was": target.status.as_str() }),
+            report,
+        ))
+    })?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    let mut lines = Vec::new();
+    if let Some(report) = report {
+        lines.extend(report.lines);
+    }
+    lines.push(format!(
+        "task #{} {:?} will run again (was {})",
+        target.order, target.id, target.status
+    ));
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
+/// Mark a task done by hand: a pass whose only check says no verification ran.
+pub fn complete(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    not_running(&target)?;
+    if target.status == TaskStatus::Completed {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "anything but completed",
+        });
+    }
+    let verdict = marked_complete(now());
+    store.update_task(
+        plan_id,
+        &target.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Completed),
+            verdict: Some(Some(verdict.clone())),
+            output: Some(Some(weft_core::OutputSummary {
+                review_reason: verdict.reason.clone(),
+                log_tail: String::new(),
+                captured_at: now(),
+            })),
+            hold: None,
+        },
+        "task_marked_complete",
+        json!({ "task": target.id, "was": target.status.as_str() }),
+        now(),
+    )?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    let mut lines = vec![format!(
+        "task #{} {:?} marked complete (no verification ran)",
+        target.order, target.id
+    )];
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
+/// Take back a completion: the task is pending again.
+pub fn uncomplete(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    if target.status != TaskStatus::Completed && target.status != TaskStatus::Skipped {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "completed or skipped",
+        });
+    }
+    store.update_task(
+        plan_id,
+        &target.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            verdict: Some(None),
+            output: Some(None),
+            hold: None,
+        },
+        "task_marked_not_done",
+        json!({ "task": target.id }),
+        now(),
+    )?;
+    Ok(ControlReport {
+        lines: vec![format!(
+            "task #{} {:?} is not done: pending again",
+            target.order, target.id
+        )],
+    })
+}
+
+/// Skip a task: it counts as met for its dependents.
+pub fn skip(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    not_running(&target)?;
+    if matches!(target.status, TaskStatus::Completed | TaskStatus::Skipped) {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "not yet completed or skipped",
+        });
+    }
+    store.update_task(
+        plan_id,
+        &target.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Skipped),
+            ..TaskUpdate::default()
+        },
+        "task_skipped",
+        json!({ "task": target.id, "was": target.status.as_str() }),
+        now(),
+    )?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    let mut lines = vec![format!("task #{} {:?} skipped", target.order, target.id)];
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
+/// Cancel a task: a running one is killed by its engine; a waiting one is cancelled now.
+pub fn cancel(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (plan, target) = target(store, plan_id, reference)?;
+    if matches!(
+        target.status,
+        TaskStatus::Completed | TaskStatus::Skipped | TaskStatus::Cancelled
+    ) {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "waiting or running",
+        });
+    }
+    if target.status == TaskStatus::InProgress
+        && let Some(pid) = engine_running(store, plan_id)?
+    {
+        store.push_control(plan_id, "cancel", Some(&target.id), now())?;
+        return Ok(ControlReport {
+            lines: vec![format!(
+                "asked the engine (pid {pid}) to cancel task #{} {:?}",
+                target.order, target.id
+            )],
+        });
+    }
+    let blocked: Vec<String> = stopped_by_failure(&plan, &target.id)
+        .into_iter()
+        .filter(|&i| {
+            matches!(
+                plan.tasks[i].status,
+                TaskStatus::Pending | TaskStatus::Approved
+            )
+        })
+        .map(|i| plan.tasks[i].id.clone())
+        .collect();
+    let cancelled = TaskUpdate {
+        status: Some(TaskStatus::Cancelled),
+        ..TaskUpdate::default()
+    };
+    let block = TaskUpdate {
+        status: Some(TaskStatus::Blocked),
+        ..TaskUpdate::default()
+    };
+    let mut updates: Vec<(&str, &TaskUpdate)> = vec![(target.id.as_str(), &cancelled)];
+    updates.extend(blocked.iter().map(|id| (id.as_str(), &block)));
+    store.update_tasks(
+        plan_id,
+        &updates,
+        "task_cancelled",
+        json!({ "task": target.id, "blocked": blocked }),
+        now(),
+    )?;
+    let mut lines = vec![format!("task #{} {:?} cancelled", target.order, target.id)];
+    if !blocked.is_empty() {
+        lines.push(format!("blocked its dependents: {}", blocked.join(", ")));
+    }
+    Ok(ControlReport { lines })
+}
+
+/// Start a task now, ignoring readiness (its dependencies, hold, the slot cap).
+pub fn force_start(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    not_running(&target)?;
+    if target.status == TaskStatus::Completed {
+        return Err(EngineError::WrongStatus {
+            order: target.order,
+            task: target.id,
+            status: target.status,
+            wanted: "not completed (retry it first)",
+        });
+    }
+    store.push_control(plan_id, "force_start", Some(&target.id), now())?;
+    let line = match engine_running(store, plan_id)? {
+        Some(pid) => format!(
+            "asked the engine (pid {pid}) to start task #{} {:?} now",
+            target.order, target.id
+        ),
+        None => format!(
+            "task #{} {:?} starts first thing when `weft run` next runs",
+            target.order, target.id
+        ),
+    };
+    Ok(ControlReport { lines: vec![line] })
+}
+
+/// Stop the active run: running attempts are killed and marked interrupted.
+pub fn stop(store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineError> {
+    let Some(pid) = engine_running(store, plan_id)? else {
+        return Err(EngineError::NoActiveRun);
+    };
+    store.push_control(plan_id, "stop", None, now())?;
+    Ok(ControlReport {
+        lines: vec![format!(
+            "asked the engine (pid {pid}) to stop; running tasks will be interrupted"
+        )],
+    })
+}

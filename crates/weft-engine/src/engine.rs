@@ -1,0 +1,914 @@
+//! The run loop.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use fs_err as fs;
+use serde_json::json;
+use weft_agents::AgentEvent;
+use weft_agents::preflight;
+use weft_agents::supervise::{
+    Canceller, OutputStream, SupervisorEvent, kill_group, process_alive, process_start_ticks,
+};
+use weft_core::prompt::{TAIL_CHARS, tail_chars};
+use weft_core::schedule::{next_to_start, stopped_by_failure, waiting_for_person};
+use weft_core::verdict::{Evidence, decide};
+use weft_core::{
+    Attempt, AttemptStatus, Denial, OutputSummary, Plan, PlanStatus, RunStatus, TaskKind,
+    TaskStatus, Timestamp, VerdictOutcome,
+};
+use weft_store::{OpenOptions, Store, TaskUpdate};
+
+use crate::attempt::{self, CheckPlan, Msg, plan_launch, runner_name, supervise_options};
+use crate::control::release_blocked;
+use crate::error::EngineError;
+use crate::{EngineConfig, EngineEvent};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub status: RunStatus,
+    /// Every task completed or was skipped.
+    pub all_done: bool,
+}
+
+pub(crate) fn now() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn to_millis(time: SystemTime) -> Timestamp {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// 16 random lowercase hex characters.
+pub(crate) fn random_hex16() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
+}
+
+/// Whether a recorded process (pid and start ticks) is still that same process.
+pub(crate) fn same_process_alive(pid: u32, ticks: Option<u64>) -> bool {
+    if !process_alive(pid) {
+        return false;
+    }
+    match (ticks, process_start_ticks(pid)) {
+        (Some(recorded), Some(actual)) => recorded == actual,
+        _ => true,
+    }
+}
+
+/// A running attempt as the loop tracks it.
+struct Live {
+    attempt: Attempt,
+    order: u32,
+    title: String,
+    receives_marker: bool,
+    canceller: Canceller,
+    started: Instant,
+    /// Set when the user cancelled it (vs. stop, which interrupts).
+    cancelled_by_user: bool,
+    denials: Vec<Denial>,
+    agent_session: Option<String>,
+}
+
+/// Execute the plan until nothing more can start: every task done, or the rest blocked,
+/// failed, held, waiting for a person, or stopped.
+pub fn run(
+    config: &EngineConfig,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<RunSummary, EngineError> {
+    let options = OpenOptions {
+        busy_timeout: config.busy_timeout,
+    };
+    let mut store = Store::open_or_create(&config.state_dir, options)?;
+    let plan_id = config.plan_id.clone();
+    let plan = store.plan(&plan_id)?;
+    preflight_runners(config, &plan)?;
+
+    let pid = std::process::id();
+    let ticks = process_start_ticks(pid).unwrap_or(0);
+    let claimed = store.claim_run(
+        &plan_id,
+        &random_hex16()[..8],
+        (pid, ticks),
+        &same_process_alive,
+        now(),
+    )?;
+    let run_id = claimed.run.id.clone();
+    let log_dir = config.state_dir.join("logs").join(&run_id);
+    let prompt_dir = config.state_dir.join("prompts").join(&run_id);
+    for dir in [&log_dir, &prompt_dir] {
+        fs::create_dir_all(dir).map_err(|source| EngineError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+
+    store.set_plan_status(&plan_id, PlanStatus::Running, now())?;
+    reconcile(&mut store, config, &plan_id, &run_id, on_event)?;
+    prepare_tasks(&mut store, config, &plan_id)?;
+    let plan = store.plan(&plan_id)?;
+    on_event(EngineEvent::RunStarted {
+        run: run_id.clone(),
+        plan: plan_id.clone(),
+        continued: claimed.continued,
+        tasks: plan.tasks.len(),
+        parallel: config.parallel,
+    });
+
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut live: BTreeMap<String, Live> = BTreeMap::new();
+    let mut halted = false;
+    let mut stopping = false;
+    let mut forced: Vec<String> = Vec::new();
+    let mut announced_waiting: BTreeSet<String> = BTreeSet::new();
+
+    loop {
+        for request in store.take_controls(&plan_id, now())? {
+            on_event(EngineEvent::ControlHandled {
+                request: request.kind.clone(),
+                task: request.task_id.clone(),
+            });
+            match request.kind.as_str() {
+                "stop" => {
+                    stopping = true;
+                    for running in live.values() {
+                        running.canceller.cancel();
+                    }
+                }
+                "cancel" => {
+                    if let Some(task) = &request.task_id
+                        && let Some(running) =
+                            live.values_mut().find(|l| &l.attempt.task_id == task)
+                    {
+                        running.cancelled_by_user = true;
+                        running.canceller.cancel();
+                    }
+                }
+                "force_start" => {
+                    if let Some(task) = request.task_id {
+                        forced.push(task);
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let plan = store.plan(&plan_id)?;
+        let mut starts: Vec<usize> = Vec::new();
+        if !stopping {
+            for task_id in forced.drain(..) {
+                if let Some(index) = plan.tasks.iter().position(|t| t.id == task_id)
+                    && !matches!(
+                        plan.tasks[index].status,
+                        TaskStatus::InProgress | TaskStatus::Completed
+                    )
+                    && !live.values().any(|l| l.attempt.task_id == task_id)
+                {
+                    starts.push(index);
+                }
+            }
+            let running = live.len() + starts.len();
+            for index in next_to_start(&plan, running, config.parallel, halted, &|t| {
+                t.status == TaskStatus::Completed
+            }) {
+                if !starts.contains(&index) {
+                    starts.push(index);
+                }
+            }
+        }
+        for index in starts {
+            let task = &plan.tasks[index];
+            match launch(
+                config,
+                &mut store,
+                &plan,
+                index,
+                &run_id,
+                &log_dir,
+                &prompt_dir,
+                &tx,
+            ) {
+                Ok(started) => {
+                    on_event(EngineEvent::TaskStarted {
+                        order: task.order,
+                        task: task.id.clone(),
+                        title: task.title.clone(),
+                        runner: started.attempt.runner.clone(),
+                        attempt: started.attempt.id.clone(),
+                        number: started.attempt.number,
+                        pid: started.attempt.pid,
+                    });
+                    live.insert(started.attempt.id.clone(), started);
+                }
+                Err(failure) => {
+                    // The attempt could not even start: a failed attempt with the reason.
+                    let failed =
+                        fail_unstarted(&mut store, &plan, index, &run_id, &failure, config)?;
+                    on_event(EngineEvent::TaskFinished {
+                        order: task.order,
+                        task: task.id.clone(),
+                        title: task.title.clone(),
+                        passed: false,
+                        status: TaskStatus::Failed.to_string(),
+                        reason: failure.clone(),
+                        duration_ms: 0,
+                        cost_usd: None,
+                        denials: 0,
+                    });
+                    after_failure(&mut store, config, &plan_id, &failed, &mut halted, on_event)?;
+                }
+            }
+        }
+
+        if live.is_empty() {
+            let plan = store.plan(&plan_id)?;
+            for index in waiting_for_person(&plan, &|t| t.status == TaskStatus::Completed) {
+                let task = &plan.tasks[index];
+                if announced_waiting.insert(task.id.clone()) {
+                    on_event(EngineEvent::WaitingForPerson {
+                        order: task.order,
+                        task: task.id.clone(),
+                        title: task.title.clone(),
+                    });
+                }
+            }
+            if stopping
+                || next_to_start(&plan, 0, config.parallel, halted, &|t| {
+                    t.status == TaskStatus::Completed
+                })
+                .is_empty()
+                    && forced.is_empty()
+            {
+                break;
+            }
+            continue;
+        }
+
+        match rx.recv_timeout(config.poll_interval) {
+            Ok(message) => handle(
+                message,
+                &mut live,
+                &mut store,
+                config,
+                &plan_id,
+                &mut halted,
+                stopping,
+                on_event,
+            )?,
+            Err(RecvTimeoutError::Timeout) => on_event(EngineEvent::Tick),
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        // Drain whatever else arrived, so output never queues up behind the poll.
+        while let Ok(message) = rx.try_recv() {
+            handle(
+                message,
+                &mut live,
+                &mut store,
+                config,
+                &plan_id,
+                &mut halted,
+                stopping,
+                on_event,
+            )?;
+        }
+    }
+
+    finish(&mut store, &plan_id, &run_id, stopping, on_event)
+}
+
+/// Refuse to start when a task that still has to run names a runner that is unknown or
+/// unavailable.
+fn preflight_runners(config: &EngineConfig, plan: &Plan) -> Result<(), EngineError> {
+    let mut checked: HashMap<String, preflight::Availability> = HashMap::new();
+    for (index, task) in plan.tasks.iter().enumerate() {
+        if matches!(task.status, TaskStatus::Completed | TaskStatus::Skipped)
+            || task.kind == TaskKind::Manual
+        {
+            continue;
+        }
+        let manifest = attempt::manifest_for(config, plan, index)?;
+        let name = runner_name(config, plan, index);
+        let availability = checked.entry(name.clone()).or_insert_with(|| {
+            preflight::check(
+                manifest,
+                config.path_env.as_deref(),
+                config.preflight_timeout,
+            )
+        });
+        if !availability.available {
+            return Err(EngineError::RunnerUnavailable {
+                order: task.order,
+                task: task.id.clone(),
+                runner: name,
+                reason: availability
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "the preflight failed".into()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Attempts recorded as running whose engine is gone: kill their leftovers and mark them
+/// interrupted.
+fn reconcile(
+    store: &mut Store,
+    config: &EngineConfig,
+    plan_id: &str,
+    run_id: &str,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(), EngineError> {
+    for mut attempt in store.running_attempts()? {
+        if attempt.plan_id != plan_id {
+            continue;
+        }
+        let mut killed = false;
+        if let (Some(pid), Some(group)) = (attempt.pid, attempt.process_group)
+            && same_process_alive(pid, attempt.process_start_ticks)
+        {
+            killed = kill_group(group, config.kill_grace);
+        }
+        attempt.status = AttemptStatus::Interrupted;
+        attempt.ended_at = Some(now());
+        store.save_attempt(
+            &attempt,
+            Some((
+                "attempt_interrupted",
+                json!({ "attempt": attempt.id, "task": attempt.task_id, "run": run_id, "killed_leftover": killed }),
+            )),
+            now(),
+        )?;
+        on_event(EngineEvent::Reconciled {
+            task: attempt.task_id.clone(),
+            attempt: attempt.id.clone(),
+            killed_leftover: killed,
+        });
+    }
+    Ok(())
+}
+
+/// Before running: interrupted or stale in-progress tasks go back in line; with
+/// `retry_failed`, failed and cancelled ones too; descendants of failures are blocked.
+fn prepare_tasks(
+    store: &mut Store,
+    config: &EngineConfig,
+    plan_id: &str,
+) -> Result<(), EngineError> {
+    let plan = store.plan(plan_id)?;
+    let mut requeue: Vec<String> = Vec::new();
+    for task in &plan.tasks {
+        let again = match task.status {
+            TaskStatus::InProgress | TaskStatus::Interrupted => true,
+            TaskStatus::Failed | TaskStatus::Cancelled => config.retry_failed,
+            _ => false,
+        };
+        if again {
+            requeue.push(task.id.clone());
+        }
+    }
+    if !requeue.is_empty() {
+        let pending = TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            ..TaskUpdate::default()
+        };
+        let updates: Vec<(&str, &TaskUpdate)> =
+            requeue.iter().map(|id| (id.as_str(), &pending)).collect();
+        store.update_tasks(
+            plan_id,
+            &updates,
+            "tasks_requeued",
+            json!({ "tasks": requeue }),
+            now(),
+        )?;
+        for id in &requeue {
+            release_blocked(store, plan_id, id)?;
+        }
+    }
+    // Two guards: descendants of anything failed are stored as blocked as well as refused.
+    let plan = store.plan(plan_id)?;
+    for task in &plan.tasks {
+        if matches!(
+            task.status,
+            TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Conflicted
+        ) {
+            block_descendants(store, &plan, &task.id)?;
+        }
+    }
+    Ok(())
+}
+
+/// Store the pending descendants of `failed` as blocked; returns their ids.
+fn block_descendants(
+    store: &mut Store,
+    plan: &Plan,
+    failed: &str,
+) -> Result<Vec<String>, EngineError> {
+    let blocked: Vec<String> = stopped_by_failure(plan, failed)
+        .into_iter()
+        .map(|i| &plan.tasks[i])
+        .filter(|t| {
+            matches!(
+                t.status,
+                TaskStatus::Pending | TaskStatus::Approved | TaskStatus::Interrupted
+            )
+        })
+        .map(|t| t.id.clone())
+        .collect();
+    if blocked.is_empty() {
+        return Ok(blocked);
+    }
+    let update = TaskUpdate {
+        status: Some(TaskStatus::Blocked),
+        ..TaskUpdate::default()
+    };
+    let updates: Vec<(&str, &TaskUpdate)> =
+        blocked.iter().map(|id| (id.as_str(), &update)).collect();
+    store.update_tasks(
+        &plan.id,
+        &updates,
+        "tasks_blocked",
+        json!({ "by": failed, "tasks": blocked }),
+        now(),
+    )?;
+    Ok(blocked)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    config: &EngineConfig,
+    store: &mut Store,
+    plan: &Plan,
+    index: usize,
+    run_id: &str,
+    log_dir: &std::path::Path,
+    prompt_dir: &std::path::Path,
+    tx: &mpsc::Sender<Msg>,
+) -> Result<Live, String> {
+    let task = &plan.tasks[index];
+    let attempt_id = uuid::Uuid::new_v4().simple().to_string();
+    let session_id = uuid::Uuid::new_v4().hyphenated().to_string();
+    let number = store
+        .attempts_of_task(&plan.id, &task.id)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .filter(|a| a.run_id == run_id)
+        .count() as u32
+        + 1;
+    let launch = plan_launch(
+        config,
+        plan,
+        index,
+        &random_hex16(),
+        &session_id,
+        prompt_dir,
+        &attempt_id,
+    )
+    .map_err(|e| e.to_string())?;
+    let log_path = log_dir.join(format!("{attempt_id}.log"));
+    let receives_marker = launch.marker.is_some();
+    let mut record = Attempt {
+        id: attempt_id.clone(),
+        run_id: run_id.to_owned(),
+        plan_id: plan.id.clone(),
+        task_id: task.id.clone(),
+        number,
+        runner: launch.runner.clone(),
+        status: AttemptStatus::Running,
+        cwd: config.workspace.display().to_string(),
+        worktree: None,
+        branch: None,
+        marker: launch.marker.as_ref().map(|m| m.token()),
+        session_id: Some(session_id),
+        agent_session_id: None,
+        pid: None,
+        process_group: None,
+        process_start_ticks: None,
+        exit_code: None,
+        signal: None,
+        started_at: now(),
+        ended_at: None,
+        verdict: None,
+        log_path: Some(log_path.display().to_string()),
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+        denials: Vec::new(),
+        final_text: None,
+    };
+    let checks = CheckPlan {
+        commands: if task.kind == TaskKind::Ai || task.kind == TaskKind::Ops {
+            task.checks.clone()
+        } else {
+            Vec::new()
+        },
+        cwd: config.workspace.clone(),
+        log_dir: log_dir.to_owned(),
+        attempt_id: attempt_id.clone(),
+        timeout: config.task_timeout,
+        kill_grace: config.kill_grace,
+        secrets: config.secrets.clone(),
+        receives_marker,
+    };
+    let options = supervise_options(config, log_path, launch.marker.as_ref());
+    let started = attempt::start(&attempt_id, &launch.spec, options, checks, tx.clone())?;
+    record.pid = Some(started.pid);
+    record.process_group = Some(started.process_group);
+    record.process_start_ticks = process_start_ticks(started.pid);
+    record.started_at = to_millis(started.started_at);
+    let status_update = TaskUpdate {
+        status: Some(TaskStatus::InProgress),
+        ..TaskUpdate::default()
+    };
+    let stored = store
+        .save_attempt(
+            &record,
+            Some((
+                "attempt_started",
+                json!({ "attempt": attempt_id, "task": task.id, "number": number, "runner": launch.runner, "pid": started.pid }),
+            )),
+            now(),
+        )
+        .and_then(|()| {
+            store.update_task(
+                &plan.id,
+                &task.id,
+                &status_update,
+                "task_started",
+                json!({ "task": task.id, "attempt": attempt_id }),
+                now(),
+            )
+        });
+    if let Err(e) = stored {
+        started.canceller.cancel();
+        return Err(e.to_string());
+    }
+    Ok(Live {
+        attempt: record,
+        order: task.order,
+        title: task.title.clone(),
+        receives_marker,
+        canceller: started.canceller,
+        started: Instant::now(),
+        cancelled_by_user: false,
+        denials: Vec::new(),
+        agent_session: None,
+    })
+}
+
+/// Record a task whose attempt could not start as failed, with the reason as its verdict.
+fn fail_unstarted(
+    store: &mut Store,
+    plan: &Plan,
+    index: usize,
+    run_id: &str,
+    reason: &str,
+    config: &EngineConfig,
+) -> Result<String, EngineError> {
+    let task = &plan.tasks[index];
+    let evidence = Evidence {
+        receives_marker: false,
+        marker_seen: None,
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        cancelled: false,
+        killed_after_marker: false,
+        stream_error: None,
+        spawn_error: Some(reason.to_owned()),
+        checks: Vec::new(),
+    };
+    let verdict = decide(&evidence, now());
+    let attempt = Attempt {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        run_id: run_id.to_owned(),
+        plan_id: plan.id.clone(),
+        task_id: task.id.clone(),
+        number: 0,
+        runner: runner_name(config, plan, index),
+        status: AttemptStatus::Failed,
+        cwd: config.workspace.display().to_string(),
+        worktree: None,
+        branch: None,
+        marker: None,
+        session_id: None,
+        agent_session_id: None,
+        pid: None,
+        process_group: None,
+        process_start_ticks: None,
+        exit_code: None,
+        signal: None,
+        started_at: now(),
+        ended_at: Some(now()),
+        verdict: Some(verdict.clone()),
+        log_path: None,
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+        denials: Vec::new(),
+        final_text: None,
+    };
+    let number = store.attempts_of_task(&plan.id, &task.id)?.len() as u32 + 1;
+    store.save_attempt(
+        &Attempt { number, ..attempt },
+        Some((
+            "attempt_failed_to_start",
+            json!({ "task": task.id, "reason": reason }),
+        )),
+        now(),
+    )?;
+    store.update_task(
+        &plan.id,
+        &task.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Failed),
+            verdict: Some(Some(verdict.clone())),
+            output: Some(Some(OutputSummary {
+                review_reason: verdict.reason.clone(),
+                log_tail: String::new(),
+                captured_at: now(),
+            })),
+            hold: None,
+        },
+        "task_failed",
+        json!({ "task": task.id, "reason": verdict.reason }),
+        now(),
+    )?;
+    Ok(task.id.clone())
+}
+
+fn after_failure(
+    store: &mut Store,
+    config: &EngineConfig,
+    plan_id: &str,
+    failed: &str,
+    halted: &mut bool,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(), EngineError> {
+    let plan = store.plan(plan_id)?;
+    let blocked = block_descendants(store, &plan, failed)?;
+    if !blocked.is_empty() {
+        on_event(EngineEvent::TasksBlocked {
+            by: failed.to_owned(),
+            tasks: blocked,
+        });
+    }
+    if config.halt_on_failure && !*halted {
+        *halted = true;
+        on_event(EngineEvent::Halted {
+            by: failed.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn handle(
+    message: Msg,
+    live: &mut BTreeMap<String, Live>,
+    store: &mut Store,
+    config: &EngineConfig,
+    plan_id: &str,
+    halted: &mut bool,
+    stopping: bool,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(), EngineError> {
+    match message {
+        Msg::Supervisor { attempt, event } => {
+            let Some(running) = live.get_mut(&attempt) else {
+                return Ok(());
+            };
+            let task = running.attempt.task_id.clone();
+            match event {
+                SupervisorEvent::Line { stream, text } => {
+                    if !running.receives_marker
+                        || stream == OutputStream::Stderr
+                        || running.attempt.runner == "exec"
+                    {
+                        on_event(EngineEvent::TaskActivity {
+                            task,
+                            text: tail_chars(&text, 200),
+                        });
+                    }
+                }
+                SupervisorEvent::Agent(agent) => match agent {
+                    AgentEvent::Session { id } => running.agent_session = Some(id),
+                    AgentEvent::AssistantText { text } => on_event(EngineEvent::TaskActivity {
+                        task,
+                        text: tail_chars(text.lines().last().unwrap_or(""), 200),
+                    }),
+                    AgentEvent::ToolUse { name, summary } => on_event(EngineEvent::TaskActivity {
+                        task,
+                        text: tail_chars(&format!("{name}: {summary}"), 200),
+                    }),
+                    AgentEvent::PermissionDenied { tool, detail }
+                        if running.denials.len() < 100 =>
+                    {
+                        running.denials.push(Denial { tool, detail });
+                    }
+                    _ => {}
+                },
+                SupervisorEvent::Idle { silent_for } => on_event(EngineEvent::TaskIdle {
+                    task,
+                    silent_secs: silent_for.as_secs(),
+                }),
+                SupervisorEvent::Started { .. } | SupervisorEvent::MarkerSeen { .. } => {}
+            }
+        }
+        Msg::Finished { attempt, result } => {
+            let Some(running) = live.remove(&attempt) else {
+                return Ok(());
+            };
+            finish_attempt(
+                running, *result, store, config, plan_id, halted, stopping, on_event,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_attempt(
+    running: Live,
+    result: attempt::AttemptResult,
+    store: &mut Store,
+    config: &EngineConfig,
+    plan_id: &str,
+    halted: &mut bool,
+    stopping: bool,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(), EngineError> {
+    let outcome = result.outcome;
+    let evidence = Evidence {
+        receives_marker: running.receives_marker,
+        marker_seen: outcome.marker.map(str::to_owned),
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        cancelled: outcome.cancelled,
+        killed_after_marker: outcome.killed_after_marker,
+        stream_error: outcome.stream_error.clone(),
+        spawn_error: None,
+        checks: result.checks,
+    };
+    let verdict = decide(&evidence, now());
+    let passed = verdict.outcome == VerdictOutcome::Pass;
+    // A stop interrupts (retryable on the next run); a user's cancel cancels.
+    let interrupted = outcome.cancelled && !running.cancelled_by_user && stopping;
+    let (attempt_status, task_status) = if passed {
+        (AttemptStatus::Passed, TaskStatus::Completed)
+    } else if interrupted {
+        (AttemptStatus::Interrupted, TaskStatus::Interrupted)
+    } else if outcome.cancelled {
+        (AttemptStatus::Cancelled, TaskStatus::Cancelled)
+    } else {
+        (AttemptStatus::Failed, TaskStatus::Failed)
+    };
+    let mut denials = running.denials;
+    for (tool, detail) in &outcome.permission_denials {
+        if denials.len() < 100
+            && !denials
+                .iter()
+                .any(|d| &d.tool == tool && &d.detail == detail)
+        {
+            denials.push(Denial {
+                tool: tool.clone(),
+                detail: detail.clone(),
+            });
+        }
+    }
+    let attempt = Attempt {
+        status: attempt_status,
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        ended_at: Some(now()),
+        verdict: Some(verdict.clone()),
+        input_tokens: outcome.input_tokens,
+        output_tokens: outcome.output_tokens,
+        cost_usd: outcome.cost_usd,
+        denials: denials.clone(),
+        final_text: outcome.final_text.clone(),
+        agent_session_id: outcome.session_id.clone().or(running.agent_session),
+        ..running.attempt
+    };
+    store.save_attempt(
+        &attempt,
+        Some((
+            "attempt_finished",
+            json!({ "attempt": attempt.id, "task": attempt.task_id, "status": attempt_status.as_str(), "reason": verdict.reason }),
+        )),
+        now(),
+    )?;
+    // What dependents are handed: the agent's final answer when it gave one, else its output.
+    let carried = outcome
+        .final_text
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or(&outcome.tail);
+    store.update_task(
+        plan_id,
+        &attempt.task_id,
+        &TaskUpdate {
+            status: Some(task_status),
+            verdict: Some(Some(verdict.clone())),
+            output: Some(Some(OutputSummary {
+                review_reason: verdict.reason.clone(),
+                log_tail: tail_chars(carried, TAIL_CHARS * 4),
+                captured_at: now(),
+            })),
+            hold: None,
+        },
+        if passed { "task_completed" } else { "task_failed" },
+        json!({ "task": attempt.task_id, "status": task_status.as_str(), "reason": verdict.reason }),
+        now(),
+    )?;
+    on_event(EngineEvent::TaskFinished {
+        order: running.order,
+        task: attempt.task_id.clone(),
+        title: running.title,
+        passed,
+        status: task_status.to_string(),
+        reason: verdict.reason.clone(),
+        duration_ms: running.started.elapsed().as_millis() as u64,
+        cost_usd: attempt.cost_usd,
+        denials: denials.len(),
+    });
+    if matches!(task_status, TaskStatus::Failed | TaskStatus::Cancelled) {
+        after_failure(store, config, plan_id, &attempt.task_id, halted, on_event)?;
+    }
+    Ok(())
+}
+
+fn finish(
+    store: &mut Store,
+    plan_id: &str,
+    run_id: &str,
+    stopped: bool,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<RunSummary, EngineError> {
+    let plan = store.plan(plan_id)?;
+    let count = |wanted: &[TaskStatus]| {
+        plan.tasks
+            .iter()
+            .filter(|t| wanted.contains(&t.status))
+            .count()
+    };
+    let completed = count(&[TaskStatus::Completed]);
+    let skipped = count(&[TaskStatus::Skipped]);
+    let failed = count(&[
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+        TaskStatus::Conflicted,
+    ]);
+    let blocked = count(&[TaskStatus::Blocked]);
+    let all_done = completed + skipped == plan.tasks.len();
+    let status = if all_done {
+        RunStatus::Completed
+    } else if stopped {
+        RunStatus::Stopped
+    } else {
+        RunStatus::Failed
+    };
+    let attempts = store.attempts_of_plan(plan_id)?;
+    let (input_tokens, output_tokens, cost_usd) = attempts
+        .iter()
+        .filter(|a| a.run_id == run_id)
+        .fold((0u64, 0u64, 0f64), |(i, o, c), a| {
+            (
+                i + a.input_tokens.unwrap_or(0),
+                o + a.output_tokens.unwrap_or(0),
+                c + a.cost_usd.unwrap_or(0.0),
+            )
+        });
+    store.release_run(run_id, plan_id, status, now())?;
+    let plan_status = match status {
+        RunStatus::Completed => PlanStatus::Completed,
+        RunStatus::Stopped => PlanStatus::Approved,
+        _ => PlanStatus::Failed,
+    };
+    store.set_plan_status(plan_id, plan_status, now())?;
+    on_event(EngineEvent::RunEnded {
+        run: run_id.to_owned(),
+        status: status.as_str().to_owned(),
+        completed,
+        skipped,
+        failed,
+        blocked,
+        waiting: plan.tasks.len() - completed - skipped - failed - blocked,
+        input_tokens,
+        output_tokens,
+        cost_usd,
+    });
+    Ok(RunSummary {
+        run_id: run_id.to_owned(),
+        status,
+        all_done,
+    })
+}

@@ -1,0 +1,77 @@
+use thiserror::Error;
+use weft_core::{EditError, RefError, TaskStatus};
+use weft_store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    #[error("task #{order} {task:?} uses the runner {runner:?}, which weft does not know")]
+    UnknownRunner {
+        order: u32,
+        task: String,
+        runner: String,
+        known: String,
+    },
+    #[error("task #{order} {task:?} uses the runner {runner:?}, which is not available: {reason}")]
+    RunnerUnavailable {
+        order: u32,
+        task: String,
+        runner: String,
+        reason: String,
+    },
+    #[error("task #{order} {task:?} cannot be launched: {detail}")]
+    Launch {
+        order: u32,
+        task: String,
+        detail: String,
+    },
+    #[error("task #{order} {task:?} is running")]
+    TaskRunning { order: u32, task: String },
+    #[error("task #{order} {task:?} is {status}, not {wanted}")]
+    WrongStatus {
+        order: u32,
+        task: String,
+        status: TaskStatus,
+        wanted: &'static str,
+    },
+    #[error("no run of this plan is active")]
+    NoActiveRun,
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl EngineError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            EngineError::Store(e) => e.hint(),
+            EngineError::Ref(_) => Some("name a task by its order number, #order or id".into()),
+            EngineError::Edit(e) => e.hint(),
+            EngineError::UnknownRunner { order, known, .. } => Some(format!(
+                "pick a known runner with `weft task edit {order} --runner NAME` ({known}), or add a manifest in .weft/runners/"
+            )),
+            EngineError::RunnerUnavailable { runner, .. } => Some(format!(
+                "`weft runners` shows what each runner needs; install it or point `command` in .weft/runners/{runner}.toml at it"
+            )),
+            EngineError::Launch { order, .. } => Some(format!(
+                "check the runner manifest and the task's fields (`weft prompt {order}` previews the launch)"
+            )),
+            EngineError::TaskRunning { order, .. } => Some(format!(
+                "wait for it, or cancel it first with `weft cancel {order}`"
+            )),
+            EngineError::WrongStatus { .. } => {
+                Some("`weft status` shows every task's status".into())
+            }
+            EngineError::NoActiveRun => Some("start one with `weft run`".into()),
+            EngineError::Io { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! weft's runtime: executes a stored plan.
+//!
+//! The engine claims the plan's run in the store, reconciles what a crashed engine left
+//! behind, starts ready tasks up to the slot cap, supervises each attempt on its own
+//! threads, judges it by evidence, and writes every state change to the store, where any
+//! other weft process can read it and leave control requests. It never prints: front ends
+//! receive [`EngineEvent`]s and render them.
+
+mod attempt;
+pub mod control;
+mod engine;
+mod error;
+pub mod preview;
+pub mod secrets;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use weft_agents::manifest::Registry;
+
+pub use engine::{RunSummary, run};
+pub use error::EngineError;
+
+/// Everything the engine needs to know, resolved by the front end.
+#[derive(Debug)]
+pub struct EngineConfig {
+    /// Where tasks run (the workspace root; isolation comes with worktrees).
+    pub workspace: PathBuf,
+    /// `<workspace>/.weft`.
+    pub state_dir: PathBuf,
+    pub plan_id: String,
+    /// Most attempts running at once (1..=64).
+    pub parallel: usize,
+    pub halt_on_failure: bool,
+    /// Put failed, blocked and cancelled tasks back in line before running.
+    pub retry_failed: bool,
+    pub task_timeout: Duration,
+    pub idle_after: Duration,
+    pub marker_grace: Duration,
+    pub kill_grace: Duration,
+    pub log_cap_bytes: u64,
+    pub default_runner: String,
+    pub registry: Registry,
+    /// Values masked in logs, events and previews.
+    pub secrets: Vec<String>,
+    pub running_as_root: bool,
+    /// PATH used to find runner programs (None: the process's own).
+    pub path_env: Option<std::ffi::OsString>,
+    pub busy_timeout: Duration,
+    /// How often the loop looks at the store for control requests and edits.
+    pub poll_interval: Duration,
+    pub preflight_timeout: Duration,
+}
+
+/// What the engine reports while it runs. Front ends render these; nothing else prints.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EngineEvent {
+    RunStarted {
+        run: String,
+        plan: String,
+        continued: bool,
+        tasks: usize,
+        parallel: usize,
+    },
+    /// An attempt left by an engine that is gone was marked interrupted.
+    Reconciled {
+        task: String,
+        attempt: String,
+        killed_leftover: bool,
+    },
+    TaskStarted {
+        order: u32,
+        task: String,
+        title: String,
+        runner: String,
+        attempt: String,
+        number: u32,
+        pid: Option<u32>,
+    },
+    /// The last thing a running task did (a line of output, a tool call), bounded.
+    TaskActivity {
+        task: String,
+        text: String,
+    },
+    TaskIdle {
+        task: String,
+        silent_secs: u64,
+    },
+    TaskFinished {
+        order: u32,
+        task: String,
+        title: String,
+        passed: bool,
+        status: String,
+        reason: String,
+        duration_ms: u64,
+        cost_usd: Option<f64>,
+        denials: usize,
+    },
+    TasksBlocked {
+        by: String,
+        tasks: Vec<String>,
+    },
+    Halted {
+        by: String,
+    },
+    WaitingForPerson {
+        order: u32,
+        task: String,
+        title: String,
+    },
+    ControlHandled {
+        request: String,
+        task: Option<String>,
+    },
+    /// Nothing happened for one poll interval (lets a live display refresh its clocks).
+    Tick,
+    RunEnded {
+        run: String,
+        status: String,
+        completed: usize,
+        skipped: usize,
+        failed: usize,
+        blocked: usize,
+        waiting: usize,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_usd: f64,
+    },
+}
+
+/// Defaults the front end starts from.
+pub mod defaults {
+    use std::time::Duration;
+
+    pub const PARALLEL: usize = 3;
+    pub const MAX_PARALLEL: usize = 64;
+    pub const TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+    pub const IDLE_AFTER: Duration = Duration::from_secs(120);
+    pub const MARKER_GRACE: Duration = Duration::from_secs(30);
+    pub const KILL_GRACE: Duration = Duration::from_secs(3);
+    pub const LOG_CAP_BYTES: u64 = 64 * 1024 * 1024;
+    pub const TAIL_BYTES: usize = 64 * 1024;
+    pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+    pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+}

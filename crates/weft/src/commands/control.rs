@@ -1,0 +1,45 @@
+//! Shared plumbing of the recovery commands (`retry`, `complete`, `skip`, ...): open the
+//! store, pick the plan, run one control function, print its report.
+
+use weft_engine::EngineError;
+use weft_engine::control::ControlReport;
+use weft_store::Store;
+
+use crate::cli::Globals;
+use crate::commands::stdout;
+use crate::context::Ctx;
+use crate::error::{CliError, CliResult};
+
+impl From<EngineError> for CliError {
+    fn from(error: EngineError) -> Self {
+        if let EngineError::Store(store) = error {
+            return CliError::from(store);
+        }
+        let mut cli = CliError::new(error.to_string());
+        if let Some(hint) = error.hint() {
+            cli = cli.hint(hint);
+        }
+        cli
+    }
+}
+
+/// Run `action` on the selected plan and print what it did.
+pub fn with_plan(
+    globals: &Globals,
+    action: impl FnOnce(&Ctx, &mut Store, &str) -> Result<ControlReport, EngineError>,
+) -> CliResult {
+    let ctx = Ctx::load(globals)?;
+    let mut store = ctx.store_with_plans()?;
+    let plan_id = ctx.plan_id(&store)?;
+    let report = action(&ctx, &mut store, &plan_id)?;
+    let mut text = report.lines.join("\n");
+    text.push('\n');
+    stdout(&text)
+}
+
+/// The `N` argument every per-task control command takes.
+#[derive(Debug, clap::Args)]
+pub struct TaskArg {
+    /// The task: order number, #order, id or id prefix.
+    pub task: String,
+}

@@ -1,0 +1,56 @@
+//! `weft prompt N`: preview what a task would be handed and how its runner is started.
+
+use std::fmt::Write as _;
+
+use crate::cli::Globals;
+use crate::commands::stdout;
+use crate::context::{Ctx, RunOptions};
+use crate::error::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task: order number, #order, id or id prefix.
+    pub task: String,
+    /// Print a JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    let ctx = Ctx::load(globals)?;
+    let store = ctx.store_with_plans()?;
+    let plan = store.plan(&ctx.plan_id(&store)?)?;
+    let config = ctx.engine_config(&plan.id, RunOptions::default())?;
+    let preview = weft_engine::preview::preview(&config, &plan, &args.task)?;
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&preview).expect("previews serialize");
+        text.push('\n');
+        return stdout(&text);
+    }
+    let mut text = String::new();
+    let _ = writeln!(text, "runner:  {}", preview.runner);
+    let _ = writeln!(
+        text,
+        "command: {} {}",
+        preview.program,
+        preview.args.join(" ")
+    );
+    let _ = writeln!(text, "cwd:     {}", preview.cwd);
+    let _ = writeln!(text, "prompt:  via {}", preview.prompt_via);
+    if !preview.env.is_empty() {
+        let _ = writeln!(text, "env:");
+        for (name, value) in &preview.env {
+            let _ = writeln!(text, "  {name}={value}");
+        }
+    }
+    let _ = writeln!(
+        text,
+        "(the marker and session id shown are placeholders; each attempt gets fresh ones)"
+    );
+    let _ = writeln!(text, "--- prompt");
+    text.push_str(&preview.prompt);
+    if !preview.prompt.ends_with('\n') {
+        text.push('\n');
+    }
+    stdout(&text)
+}
