@@ -75,6 +75,23 @@ struct Live {
     cancelled_by_user: bool,
     denials: Vec<Denial>,
     agent_session: Option<String>,
+    /// The last of what the assistant wrote (structured streams), for dependents.
+    assistant_tail: String,
+}
+
+/// How much assistant text an attempt keeps for the tasks after it.
+const ASSISTANT_TAIL_BYTES: usize = 8 * 1024;
+
+fn push_bounded(tail: &mut String, text: &str, max: usize) {
+    tail.push_str(text);
+    tail.push('\n');
+    if tail.len() > max {
+        let mut cut = tail.len() - max;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
 }
 
 /// Execute the plan until nothing more can start: every task done, or the rest blocked,
@@ -560,6 +577,7 @@ fn launch(
         cancelled_by_user: false,
         denials: Vec::new(),
         agent_session: None,
+        assistant_tail: String::new(),
     })
 }
 
@@ -700,10 +718,13 @@ fn handle(
                 }
                 SupervisorEvent::Agent(agent) => match agent {
                     AgentEvent::Session { id } => running.agent_session = Some(id),
-                    AgentEvent::AssistantText { text } => on_event(EngineEvent::TaskActivity {
-                        task,
-                        text: tail_chars(text.lines().last().unwrap_or(""), 200),
-                    }),
+                    AgentEvent::AssistantText { text } => {
+                        push_bounded(&mut running.assistant_tail, &text, ASSISTANT_TAIL_BYTES);
+                        on_event(EngineEvent::TaskActivity {
+                            task,
+                            text: tail_chars(text.lines().last().unwrap_or(""), 200),
+                        });
+                    }
                     AgentEvent::ToolUse { name, summary } => on_event(EngineEvent::TaskActivity {
                         task,
                         text: tail_chars(&format!("{name}: {summary}"), 200),
@@ -806,11 +827,14 @@ fn finish_attempt(
         )),
         now(),
     )?;
-    // What dependents are handed: the agent's final answer when it gave one, else its output.
-    let carried = outcome
-        .final_text
-        .as_deref()
+    // What dependents are handed: what the assistant wrote last (structured streams), else
+    // its final answer, else its raw output.
+    let carried = Some(running.assistant_tail.as_str())
         .filter(|t| !t.trim().is_empty())
+        .or(outcome
+            .final_text
+            .as_deref()
+            .filter(|t| !t.trim().is_empty()))
         .unwrap_or(&outcome.tail);
     store.update_task(
         plan_id,

@@ -28,6 +28,8 @@
 //! | `usage IN OUT COST` | figures for the final record |
 //! | `sleep SECONDS`, `hang`, `exit CODE`, `crash`, `kill-self` | timing and endings |
 //! | `require PATH` | stop here (exit 0, no marker) unless PATH exists: a task that fails until a file appears |
+//! | `hang-unless PATH` | hang unless PATH exists: a task that hangs until a file appears |
+//! | `marker-raw` | the assembled marker written raw to stdout, with no newline |
 //! | `flood BYTES`, `garbage BYTES`, `no-newline TEXT` | raw stdout noise (`k`/`m` suffixes) |
 //! | `spawn-hang` | background grandchild `sleep 600`; `child-pid N` on stderr |
 //! | `record FILE` | append a `start` JSON line now and an `end` line at exit |
@@ -306,6 +308,20 @@ impl<W: Write> Agent<W> {
                 std::thread::sleep(Duration::from_secs(3600));
             },
             Directive::Exit(code) => return Ok(Some(*code)),
+            Directive::HangUnless(path) => {
+                if !Path::new(path).exists() {
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
+                }
+            }
+            Directive::MarkerRaw => {
+                if let Some(token) = markers::follow_instruction(&self.prompt) {
+                    let out = self.emitter.raw();
+                    out.write_all(token.as_bytes())?;
+                    out.flush()?;
+                }
+            }
             Directive::Require(path) => {
                 if !Path::new(path).exists() {
                     return Ok(Some(0));

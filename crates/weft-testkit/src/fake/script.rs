@@ -36,6 +36,10 @@ pub enum Directive {
     Exit(i32),
     /// `require PATH`: stop here (exit 0, final record, no marker) unless PATH exists.
     Require(String),
+    /// `hang-unless PATH`: hang (like `hang`) unless PATH exists.
+    HangUnless(String),
+    /// `marker-raw`: the assembled marker written raw to stdout with no newline.
+    MarkerRaw,
     /// `crash`: abort, no final record.
     Crash,
     /// `kill-self`: SIGKILL.
@@ -169,6 +173,8 @@ pub fn parse_line(line: &str) -> Result<Option<Directive>, String> {
             Directive::Exit(code)
         }
         "require" if !rest.is_empty() => Directive::Require(rest.to_owned()),
+        "hang-unless" if !rest.is_empty() => Directive::HangUnless(rest.to_owned()),
+        "marker-raw" => Directive::MarkerRaw,
         "crash" => Directive::Crash,
         "kill-self" => Directive::KillSelf,
         "flood" => Directive::Flood(parse_size(word, rest)?),

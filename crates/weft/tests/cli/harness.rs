@@ -7,6 +7,8 @@ use weft_testkit::Hermetic;
 /// A hermetic workspace (a real git repository unless `bare`) and the weft binary.
 pub struct Weft {
     pub env: Hermetic,
+    /// A folder put first on PATH, holding the fake agent as `claude`, `codex`, `opencode`.
+    pub agents: Option<PathBuf>,
 }
 
 /// What one weft invocation did.
@@ -65,7 +67,21 @@ impl Weft {
     pub fn bare() -> Weft {
         Weft {
             env: Hermetic::new(),
+            agents: None,
         }
+    }
+
+    /// A repository workspace where the agent CLIs on PATH are the fake agent.
+    pub fn with_agents() -> Weft {
+        let mut weft = Weft::new();
+        let dir = weft.env.root().join("agents");
+        fs::create_dir_all(&dir).unwrap();
+        let fake = weft_testkit::fake::binary();
+        for name in ["claude", "codex", "opencode"] {
+            std::os::unix::fs::symlink(&fake, dir.join(name)).unwrap();
+        }
+        weft.agents = Some(dir);
+        weft
     }
 
     pub fn work(&self) -> PathBuf {
@@ -75,6 +91,13 @@ impl Weft {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = self.env.command(env!("CARGO_BIN_EXE_weft"));
         command.args(args).stdin(Stdio::null());
+        if let Some(agents) = &self.agents {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut joined = agents.as_os_str().to_owned();
+            joined.push(":");
+            joined.push(path);
+            command.env("PATH", joined);
+        }
         command
     }
 

@@ -6,6 +6,7 @@ mod harness;
 mod concurrency;
 mod config;
 mod demo;
+mod engine;
 mod plan;
 mod sessions;
 mod store_errors;
