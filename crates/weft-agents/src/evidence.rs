@@ -23,34 +23,49 @@
 //!
 //! The two linear views keep only the last `token.len() - 1` bytes of their view between
 //! chunks, plus at most a few bytes of an unfinished UTF-8 character, and a scratch buffer of
-//! [`BLOCK`] bytes (input is flattened in blocks of that size, whatever the chunk size).
-//! Escape sequences are bounded too: a CSI longer than 64 parameter bytes or a string
+//! [`BLOCK`] bytes (input is flattened in blocks of at most that size, whatever the chunk
+//! size). Escape sequences are bounded too: a CSI longer than 64 parameter bytes or a string
 //! sequence (OSC …) longer than 4096 bytes is abandoned and the bytes after it count as text
-//! again, so a stray `ESC ]` cannot hide the rest of the stream. The raw view finds the
-//! marker with a prebuilt `memmem` finder; the flattened view compacts 8 bytes at a time
-//! when none of them is ESC or non-ASCII, without branches, then runs the same finder.
+//! again, so a stray `ESC ]` cannot hide the rest of the stream.
+//!
+//! The raw view is a prebuilt `memmem` finder plus a seam check across chunk boundaries.
+//! The flattened view does not flatten everything: a match must begin with the token's
+//! first byte, kept, outside any escape sequence, and the flattener's state right after any
+//! ESC byte is the same whatever preceded it. So it jumps with `memchr` from one occurrence
+//! of the first byte to the next, works out the state there from the last ESC before it
+//! (at most one bounded sequence to follow), rejects most candidates by comparing raw
+//! bytes, and flattens in full only from a candidate that may really begin the token, until
+//! no flattened suffix is a prefix of the token any more; where candidates crowd, it
+//! flattens whole blocks instead. Flattening itself compacts 16 or 8 bytes at a time
+//! without branches while none is ESC or non-ASCII, and skips ordinary CSI sequences and
+//! whole UTF-8 characters in one step. On agent output this runs at several GB/s; text
+//! dense in the token's first byte (`W`) falls back to the full flattening speed, about
+//! 1 GB/s (`benches/marker_scan.rs`).
 //!
 //! The rendered view feeds every byte to the emulator (the grid is fixed: rows × cols
 //! cells of 32 bytes, about 400 KB at the default size; the emulator's OSC buffer is kept
-//! under 4 KiB by ending over-long OSC strings). Reading the screen costs about one pass
-//! over its cells, so it is done only when it can find something the linear views could
-//! not, and not too often:
+//! under 4 KiB by cancelling over-long string sequences with CAN, which also lets it show
+//! text again after a stray `ESC P`). Reading the screen costs about one pass over its
+//! cells, so it is done only when it can find something the linear views could not, and
+//! not too often:
 //!
 //! - the screen is *dirty* once a sequence that moves the cursor or shifts cells has been
-//!   seen since the last read: CSI `A B C D E F G H I L M P S T X Z @ \` a b d e f r s u`,
-//!   `ESC 7 8 D E M`, backspace, or a carriage return not followed by a line feed. Output
-//!   without these is linear, and the linear views already see everything it shows;
+//!   seen since the last read: a CSI cursor move, scroll, insertion or deletion (final
+//!   byte in ``A–I L M P S T X Z @ ` a b d e f r s u``), `ESC 7 8 D E M`, backspace, or a
+//!   carriage return not followed by a line feed. Output without these is linear, and
+//!   the linear views already see everything it shows;
 //! - a dirty screen is read at the end of a [`MarkerScanner::feed`] once at least
 //!   `scan_gap` bytes (default 4 KiB) have been fed since the last read (the first dirty
 //!   chunk, and any dirty chunk after `scan_gap` bytes of linear output, are read at
 //!   once). So reading costs at most one screen pass per `scan_gap` bytes of input,
 //!   whatever the chunking;
-//! - [`MarkerScanner::flush`] reads the screen now if anything was fed since the last read. **The supervisor calls it when the
-//!   output goes quiet (e.g. 250 ms without bytes) and when the process exits**, so a marker
-//!   painted just before an idle pause or exit is never left unread.
+//! - [`MarkerScanner::flush`] reads the screen now if anything was fed since the last
+//!   read. **The supervisor calls it when the output goes quiet (e.g. 250 ms without
+//!   bytes) and when the process exits**, so a marker painted just before an idle pause or
+//!   an exit is never left unread.
 //!
-//! A marker that a TUI paints and erases or scrolls away within the same `scan_gap` bytes
-//! can be missed by the rendered view (and then only the linear views decide).
+//! A marker that a TUI paints and then erases or scrolls away within the same `scan_gap`
+//! bytes can be missed by the rendered view (the linear views still see its bytes).
 //!
 //! # What never matches
 //!
@@ -264,8 +279,9 @@ impl MarkerScanner {
     /// Bytes held in buffers whose size depends on the input: the linear views' tails,
     /// scratch buffers and unfinished sequences, the rendered view's screen-read buffer
     /// and the bound on the emulator's pending OSC string. Stays under
-    /// `BLOCK + 4 * token.len() + 8 KiB + (rows × cols × 4)`, whatever was fed. The
-    /// emulator's fixed grid (rows × cols × 32 bytes) is not counted.
+    /// `BLOCK + 4 × token.len() + 4 KiB + 5 × rows × cols` (about 83 KB at the default
+    /// size), whatever was fed. The emulator's fixed grid (rows × cols × 32 bytes, about
+    /// 400 KB) is not counted.
     pub fn retained_bytes(&self) -> usize {
         self.raw.as_ref().map_or(0, RawView::retained)
             + self.flat.as_ref().map_or(0, FlatView::retained)
@@ -391,6 +407,32 @@ fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8], keep: usize) {
 // ---------------------------------------------------------------------------------------
 // Flattened view
 
+/// Quick rejection of a candidate for a token of printable ASCII: flattens the raw bytes
+/// from it on the fly while they are plain ASCII (printable bytes kept, spaces and controls
+/// other than ESC dropped, the state staying ground) and answers whether a kept byte
+/// differs from the token's. Stops, undecided, at ESC, at a non-ASCII byte, at the end of
+/// the input or once the whole token matched.
+fn rejects(token: &[u8], rest: &[u8]) -> bool {
+    let mut t = 0;
+    for &b in rest {
+        if t == token.len() || b == 0x1B || b >= 0x80 {
+            return false;
+        }
+        if KEEP[usize::from(b)] == 1 {
+            if b != token[t] {
+                return true;
+            }
+            t += 1;
+        }
+    }
+    false
+}
+
+/// Candidates closer than this many bytes to the previous position are *dense*; after
+/// [`DENSE_RUN`] dense ones in a row, the next [`BLOCK`] bytes are flattened in bulk.
+const DENSE_GAP: usize = 48;
+const DENSE_RUN: u32 = 32;
+
 /// First piece of input flattened in full after a candidate; doubled while a match may
 /// still be under way, up to [`BLOCK`].
 const PIECE: usize = 64;
@@ -425,6 +467,8 @@ struct FlatView {
     tail: usize,
     active: bool,
     piece: usize,
+    /// Dense candidates in a row.
+    dense: u32,
 }
 
 impl FlatView {
@@ -442,6 +486,7 @@ impl FlatView {
             tail: 0,
             active: first.is_none(),
             piece: if first.is_none() { BLOCK } else { PIECE },
+            dense: 0,
         }
     }
 
@@ -483,24 +528,17 @@ impl FlatView {
                     continue;
                 }
             }
-            if self.plain {
-                // Quick rejection: while the raw bytes are the token's (printable, so kept
-                // as they are), the flattened bytes are too; a printable byte that differs
-                // ends this candidate in both views, in ground state.
-                let token = self.finder.needle();
-                let rest = &chunk[candidate..];
-                let same = token.iter().zip(rest).take_while(|(t, r)| t == r).count();
-                if let Some(&b) = rest.get(same)
-                    && same < token.len()
-                    && KEEP[usize::from(b)] == 1
-                {
-                    i = candidate + 1;
-                    continue;
-                }
+            // Candidates close together cost more one by one than flattening in bulk.
+            self.dense = if k < DENSE_GAP { self.dense + 1 } else { 0 };
+            let bulk = self.dense >= DENSE_RUN;
+            if !bulk && self.plain && rejects(self.finder.needle(), &chunk[candidate..]) {
+                i = candidate + 1;
+                continue;
             }
             self.active = true;
             self.tail = 0;
-            self.piece = PIECE;
+            self.piece = if bulk { BLOCK } else { PIECE };
+            self.dense = 0;
             i = candidate;
         }
         false
@@ -578,6 +616,69 @@ static KEEP: [u8; 256] = {
     t
 };
 
+/// The high bit of each lane of `x` holding ESC or a non-ASCII byte. Exact for the lowest
+/// flagged lane (borrows only run upwards), which is all the callers use.
+#[inline(always)]
+fn special(x: u64) -> u64 {
+    let e = x ^ ESCS;
+    (x & HI) | (e.wrapping_sub(ONES) & !e & HI)
+}
+
+/// The high bit of each lane of `x` holding a printable non-space ASCII byte (0x21–0x7E).
+/// Exact for lanes below the lowest [`special`] one (a carry only reaches lanes above its
+/// own).
+#[inline(always)]
+fn kept(x: u64) -> u64 {
+    x.wrapping_add(0x5F5F_5F5F_5F5F_5F5F) & !x.wrapping_add(ONES) & HI
+}
+
+/// Writes the bytes of `w8` whose lane in `keep` is 1 (lanes are 0x01 or 0x00) to the
+/// front of `dst`, in order; returns how many. Bytes past that count are garbage.
+#[inline(always)]
+fn compact(dst: &mut [u8; 8], w8: [u8; 8], keep: u64) -> usize {
+    if keep == ONES {
+        *dst = w8;
+        return 8;
+    }
+    // Each kept byte's place is the number of kept bytes before it (prefix sums by
+    // multiplication), so the eight stores are independent of each other.
+    let inclusive = keep.wrapping_mul(ONES);
+    let before = inclusive - keep;
+    for (k, b) in w8.into_iter().enumerate() {
+        dst[((before >> (8 * k)) & 7) as usize] = b;
+    }
+    (inclusive >> 56) as usize
+}
+
+/// The character at the start of `bytes` and its length, if it is a complete, valid,
+/// multi-byte UTF-8 sequence.
+#[inline]
+fn decode_utf8(bytes: &[u8]) -> Option<(char, usize)> {
+    let cont = |k: usize| {
+        bytes
+            .get(k)
+            .copied()
+            .filter(|b| b & 0xC0 == 0x80)
+            .map(|b| u32::from(b & 0x3F))
+    };
+    let lead = u32::from(*bytes.first()?);
+    let (cp, len) = match lead {
+        0xC2..=0xDF => (((lead & 0x1F) << 6) | cont(1)?, 2),
+        0xE0..=0xEF => (((lead & 0x0F) << 12) | (cont(1)? << 6) | cont(2)?, 3),
+        0xF0..=0xF4 => (
+            ((lead & 0x07) << 18) | (cont(1)? << 12) | (cont(2)? << 6) | cont(3)?,
+            4,
+        ),
+        _ => return None,
+    };
+    // Overlong forms and surrogates are left to the state machine (kept as bytes).
+    let min = [0, 0, 0x80, 0x800, 0x1_0000][len];
+    if cp < min {
+        return None;
+    }
+    char::from_u32(cp).map(|c| (c, len))
+}
+
 /// Length of the UTF-8 character a lead byte starts.
 fn utf8_len(lead: u8) -> Option<usize> {
     match lead {
@@ -588,6 +689,9 @@ fn utf8_len(lead: u8) -> Option<usize> {
     }
 }
 
+const HI2: u128 = 0x8080_8080_8080_8080_8080_8080_8080_8080;
+const ONES2: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
+const ESCS2: u128 = 0x1B1B_1B1B_1B1B_1B1B_1B1B_1B1B_1B1B_1B1B;
 const HI: u64 = 0x8080_8080_8080_8080;
 const ONES: u64 = 0x0101_0101_0101_0101;
 const ESCS: u64 = 0x1B1B_1B1B_1B1B_1B1B;
@@ -603,65 +707,93 @@ impl Flattener {
                 St::Ground => {
                     // Fast path, 8 bytes at a time: the bytes before the first ESC or
                     // non-ASCII byte of the word are copied without branches, dropping
-                    // controls and spaces as they go.
+                    // controls and spaces as they go. The common case (no such byte)
+                    // advances by a constant, so the next load never waits on this one.
+                    // Two words at a time while both are clean.
+                    while let Some(src) = input.get(i..i + 16) {
+                        let Ok(w16) = <[u8; 16]>::try_from(src) else {
+                            break;
+                        };
+                        let x = u128::from_le_bytes(w16);
+                        let e = x ^ ESCS2;
+                        if (x & HI2) | (e.wrapping_sub(ONES2) & !e & HI2) != 0 {
+                            break;
+                        }
+                        let keep =
+                            (x.wrapping_add(ONES2 * 0x5F) & !x.wrapping_add(ONES2) & HI2) >> 7;
+                        let (a, b) = w16.split_at(8);
+                        let (Ok(a), Ok(b)) = (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b))
+                        else {
+                            break;
+                        };
+                        let Some(Ok(first)) = out
+                            .get_mut(o..o + 16)
+                            .map(|d| <&mut [u8; 8]>::try_from(&mut d[..8]))
+                        else {
+                            break;
+                        };
+                        let n1 = compact(first, a, keep as u64);
+                        let Some(Ok(second)) = out
+                            .get_mut(o + n1..o + n1 + 8)
+                            .map(<&mut [u8; 8]>::try_from)
+                        else {
+                            break;
+                        };
+                        let n2 = compact(second, b, (keep >> 64) as u64);
+                        o += n1 + n2;
+                        i += 16;
+                    }
                     while let Some(w) = input.get(i..i + 8) {
                         let Ok(w8) = <[u8; 8]>::try_from(w) else {
                             break;
                         };
+                        let Some(Ok(dst)) = out.get_mut(o..o + 8).map(<&mut [u8; 8]>::try_from)
+                        else {
+                            break;
+                        };
                         let x = u64::from_le_bytes(w8);
-                        let e = x ^ ESCS;
-                        // Exact for the lowest flagged byte (borrows only run upwards).
-                        let special = (x & HI) | (e.wrapping_sub(ONES) & !e & HI);
+                        let special = special(x);
+                        let kept = kept(x);
+                        if special == 0 {
+                            o += compact(dst, w8, kept >> 7);
+                            i += 8;
+                            continue;
+                        }
                         let clean = (special.trailing_zeros() / 8) as usize;
-                        let Some(dst) = out.get_mut(o..o + 8) else {
-                            break;
-                        };
-                        // Kept lanes: 0x21..=0x7E among the clean bytes (no lane carries
-                        // into the next: clean bytes are below 0x80).
-                        let ge21 = x.wrapping_add(0x5F5F_5F5F_5F5F_5F5F);
-                        let is7f = x.wrapping_add(ONES);
-                        let clean_lanes = if clean == 8 {
-                            u64::MAX
-                        } else {
-                            (1u64 << (clean * 8)) - 1
-                        };
-                        let keep = (ge21 & !is7f & HI & clean_lanes) >> 7;
-                        if keep == ONES {
-                            dst.copy_from_slice(&w8);
-                            o += 8;
-                        } else {
-                            // Each kept byte's place: the number of kept bytes before it
-                            // (prefix sums by multiplication); stores are independent.
-                            let inclusive = keep.wrapping_mul(ONES);
-                            let before = inclusive - keep;
-                            for (k, b) in w8.into_iter().enumerate() {
-                                dst[((before >> (8 * k)) & 7) as usize] = b;
-                            }
-                            o += (inclusive >> 56) as usize;
-                        }
+                        let clean_lanes = (1u64 << (clean * 8)) - 1;
+                        o += compact(dst, w8, (kept & clean_lanes) >> 7);
                         i += clean;
-                        if clean < 8 {
-                            break;
-                        }
+                        break;
                     }
-                    if i < n {
-                        let b = input[i];
-                        if b >= 0xC2
-                            && let Some(len) = utf8_len(b)
-                            && let Some(c) = input
-                                .get(i..i + len)
-                                .and_then(|bytes| std::str::from_utf8(bytes).ok())
-                        {
-                            // A whole character in this block: no need for the state machine.
-                            if !c.chars().next().is_some_and(is_invisible) {
-                                out[o..o + len].copy_from_slice(c.as_bytes());
-                                o += len;
-                            }
-                            i += len;
-                        } else {
-                            i += 1;
-                            o = self.ground(b, out, o);
+                    // Whole characters in this block, as many in a row as there are: no
+                    // need for the state machine (box drawing comes in long runs).
+                    while let Some(&b) = input.get(i)
+                        && b >= 0xC2
+                        && let Some((c, len)) = decode_utf8(&input[i..])
+                    {
+                        if !is_invisible(c) {
+                            out[o..o + len].copy_from_slice(&input[i..i + len]);
+                            o += len;
                         }
+                        i += len;
+                    }
+                    // A complete, ordinary CSI (colours, cursor moves) in this block is
+                    // skipped in one go; anything else goes through the state machine.
+                    if input.get(i) == Some(&0x1B)
+                        && input.get(i + 1) == Some(&b'[')
+                        && let Some(len) = input[i + 2..]
+                            .iter()
+                            .take(CSI_MAX + 1)
+                            .position(|b| !(0x20..=0x3F).contains(b))
+                        && len < CSI_MAX
+                        && (0x40..=0x7E).contains(&input[i + 2 + len])
+                    {
+                        i += len + 3;
+                        continue;
+                    }
+                    if let Some(&b) = input.get(i) {
+                        i += 1;
+                        o = self.ground(b, out, o);
                     }
                 }
                 St::Csi => {
@@ -1001,11 +1133,18 @@ impl RenderedView {
                         self.buf.push(b);
                     }
                 } else {
-                    for c in contents.chars() {
-                        if !is_invisible(c) && !c.is_whitespace() {
-                            let mut utf8 = [0u8; 4];
-                            self.buf
-                                .extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+                    // A wide or combined character: its first visible character, and one
+                    // 0xFF (never in a token) for whatever is combined with it. At most
+                    // five bytes per cell.
+                    let mut visible = contents
+                        .chars()
+                        .filter(|c| !is_invisible(*c) && !c.is_whitespace());
+                    if let Some(c) = visible.next() {
+                        let mut utf8 = [0u8; 4];
+                        self.buf
+                            .extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+                        if visible.next().is_some() {
+                            self.buf.push(0xFF);
                         }
                     }
                 }

@@ -146,145 +146,164 @@ pub fn run(
     let mut forced: Vec<String> = Vec::new();
     let mut announced_waiting: BTreeSet<String> = BTreeSet::new();
 
+    // Scheduling work (store reads, control requests) happens when something could have
+    // changed: a task finished, a poll interval passed, or at the start. Output lines and
+    // other progress only update the display.
+    let mut reschedule = true;
     loop {
-        for request in store.take_controls(&plan_id, now())? {
-            on_event(EngineEvent::ControlHandled {
-                request: request.kind.clone(),
-                task: request.task_id.clone(),
-            });
-            match request.kind.as_str() {
-                "stop" => {
-                    stopping = true;
-                    for running in live.values() {
-                        running.canceller.cancel();
+        if reschedule {
+            for request in store.take_controls(&plan_id, now())? {
+                on_event(EngineEvent::ControlHandled {
+                    request: request.kind.clone(),
+                    task: request.task_id.clone(),
+                });
+                match request.kind.as_str() {
+                    "stop" => {
+                        stopping = true;
+                        for running in live.values() {
+                            running.canceller.cancel();
+                        }
                     }
-                }
-                "cancel" => {
-                    if let Some(task) = &request.task_id
-                        && let Some(running) =
-                            live.values_mut().find(|l| &l.attempt.task_id == task)
-                    {
-                        running.cancelled_by_user = true;
-                        running.canceller.cancel();
+                    "cancel" => {
+                        if let Some(task) = &request.task_id
+                            && let Some(running) =
+                                live.values_mut().find(|l| &l.attempt.task_id == task)
+                        {
+                            running.cancelled_by_user = true;
+                            running.canceller.cancel();
+                        }
                     }
-                }
-                "force_start" => {
-                    if let Some(task) = request.task_id {
-                        forced.push(task);
+                    "force_start" => {
+                        if let Some(task) = request.task_id {
+                            forced.push(task);
+                        }
                     }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
 
-        let plan = store.plan(&plan_id)?;
-        let mut starts: Vec<usize> = Vec::new();
-        if !stopping {
-            for task_id in forced.drain(..) {
-                if let Some(index) = plan.tasks.iter().position(|t| t.id == task_id)
-                    && !matches!(
-                        plan.tasks[index].status,
-                        TaskStatus::InProgress | TaskStatus::Completed
-                    )
-                    && !live.values().any(|l| l.attempt.task_id == task_id)
-                {
-                    starts.push(index);
-                }
-            }
-            let running = live.len() + starts.len();
-            for index in next_to_start(&plan, running, config.parallel, halted, &|t| {
-                t.status == TaskStatus::Completed
-            }) {
-                if !starts.contains(&index) {
-                    starts.push(index);
-                }
-            }
-        }
-        for index in starts {
-            let task = &plan.tasks[index];
-            match launch(
-                config,
-                &mut store,
-                &plan,
-                index,
-                &run_id,
-                &log_dir,
-                &prompt_dir,
-                &tx,
-            ) {
-                Ok(started) => {
-                    on_event(EngineEvent::TaskStarted {
-                        order: task.order,
-                        task: task.id.clone(),
-                        title: task.title.clone(),
-                        runner: started.attempt.runner.clone(),
-                        attempt: started.attempt.id.clone(),
-                        number: started.attempt.number,
-                        pid: started.attempt.pid,
-                    });
-                    live.insert(started.attempt.id.clone(), started);
-                }
-                Err(failure) => {
-                    // The attempt could not even start: a failed attempt with the reason.
-                    let failed =
-                        fail_unstarted(&mut store, &plan, index, &run_id, &failure, config)?;
-                    on_event(EngineEvent::TaskFinished {
-                        order: task.order,
-                        task: task.id.clone(),
-                        title: task.title.clone(),
-                        passed: false,
-                        status: TaskStatus::Failed.to_string(),
-                        reason: failure.clone(),
-                        duration_ms: 0,
-                        cost_usd: None,
-                        denials: 0,
-                    });
-                    after_failure(&mut store, config, &plan_id, &failed, &mut halted, on_event)?;
-                }
-            }
-        }
-
-        if live.is_empty() {
             let plan = store.plan(&plan_id)?;
-            for index in waiting_for_person(&plan, &|t| t.status == TaskStatus::Completed) {
-                let task = &plan.tasks[index];
-                if announced_waiting.insert(task.id.clone()) {
-                    on_event(EngineEvent::WaitingForPerson {
-                        order: task.order,
-                        task: task.id.clone(),
-                        title: task.title.clone(),
-                    });
+            let mut starts: Vec<usize> = Vec::new();
+            if !stopping {
+                for task_id in forced.drain(..) {
+                    if let Some(index) = plan.tasks.iter().position(|t| t.id == task_id)
+                        && !matches!(
+                            plan.tasks[index].status,
+                            TaskStatus::InProgress | TaskStatus::Completed
+                        )
+                        && !live.values().any(|l| l.attempt.task_id == task_id)
+                    {
+                        starts.push(index);
+                    }
+                }
+                let running = live.len() + starts.len();
+                for index in next_to_start(&plan, running, config.parallel, halted, &|t| {
+                    t.status == TaskStatus::Completed
+                }) {
+                    if !starts.contains(&index) {
+                        starts.push(index);
+                    }
                 }
             }
-            if stopping
-                || next_to_start(&plan, 0, config.parallel, halted, &|t| {
-                    t.status == TaskStatus::Completed
-                })
-                .is_empty()
-                    && forced.is_empty()
-            {
-                break;
+            for index in starts {
+                let task = &plan.tasks[index];
+                match launch(
+                    config,
+                    &mut store,
+                    &plan,
+                    index,
+                    &run_id,
+                    &log_dir,
+                    &prompt_dir,
+                    &tx,
+                ) {
+                    Ok(started) => {
+                        on_event(EngineEvent::TaskStarted {
+                            order: task.order,
+                            task: task.id.clone(),
+                            title: task.title.clone(),
+                            runner: started.attempt.runner.clone(),
+                            attempt: started.attempt.id.clone(),
+                            number: started.attempt.number,
+                            pid: started.attempt.pid,
+                        });
+                        live.insert(started.attempt.id.clone(), started);
+                    }
+                    Err(failure) => {
+                        // The attempt could not even start: a failed attempt with the reason.
+                        let failed =
+                            fail_unstarted(&mut store, &plan, index, &run_id, &failure, config)?;
+                        on_event(EngineEvent::TaskFinished {
+                            order: task.order,
+                            task: task.id.clone(),
+                            title: task.title.clone(),
+                            passed: false,
+                            status: TaskStatus::Failed.to_string(),
+                            reason: failure.clone(),
+                            duration_ms: 0,
+                            cost_usd: None,
+                            denials: 0,
+                        });
+                        after_failure(
+                            &mut store,
+                            config,
+                            &plan_id,
+                            &failed,
+                            &mut halted,
+                            on_event,
+                        )?;
+                    }
+                }
             }
-            continue;
+
+            if live.is_empty() {
+                let plan = store.plan(&plan_id)?;
+                for index in waiting_for_person(&plan, &|t| t.status == TaskStatus::Completed) {
+                    let task = &plan.tasks[index];
+                    if announced_waiting.insert(task.id.clone()) {
+                        on_event(EngineEvent::WaitingForPerson {
+                            order: task.order,
+                            task: task.id.clone(),
+                            title: task.title.clone(),
+                        });
+                    }
+                }
+                if stopping
+                    || next_to_start(&plan, 0, config.parallel, halted, &|t| {
+                        t.status == TaskStatus::Completed
+                    })
+                    .is_empty()
+                        && forced.is_empty()
+                {
+                    break;
+                }
+                continue;
+            }
         }
 
+        reschedule = false;
         match rx.recv_timeout(config.poll_interval) {
-            Ok(message) => handle(
-                message,
-                &mut live,
-                &mut store,
-                config,
-                &plan_id,
-                &mut halted,
-                stopping,
-                on_event,
-            )?,
-            Err(RecvTimeoutError::Timeout) => on_event(EngineEvent::Tick),
+            Ok(message) => {
+                reschedule |= handle(
+                    message,
+                    &mut live,
+                    &mut store,
+                    config,
+                    &plan_id,
+                    &mut halted,
+                    stopping,
+                    on_event,
+                )?;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                reschedule = true;
+                on_event(EngineEvent::Tick);
+            }
             Err(RecvTimeoutError::Disconnected) => break,
         }
         // Drain whatever else arrived, so output never queues up behind the poll.
         while let Ok(message) = rx.try_recv() {
-            handle(
+            reschedule |= handle(
                 message,
                 &mut live,
                 &mut store,
@@ -697,11 +716,11 @@ fn handle(
     halted: &mut bool,
     stopping: bool,
     on_event: &mut dyn FnMut(EngineEvent),
-) -> Result<(), EngineError> {
+) -> Result<bool, EngineError> {
     match message {
         Msg::Supervisor { attempt, event } => {
             let Some(running) = live.get_mut(&attempt) else {
-                return Ok(());
+                return Ok(false);
             };
             let task = running.attempt.task_id.clone();
             match event {
@@ -745,14 +764,15 @@ fn handle(
         }
         Msg::Finished { attempt, result } => {
             let Some(running) = live.remove(&attempt) else {
-                return Ok(());
+                return Ok(false);
             };
             finish_attempt(
                 running, *result, store, config, plan_id, halted, stopping, on_event,
             )?;
+            return Ok(true);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 #[allow(clippy::too_many_arguments)]

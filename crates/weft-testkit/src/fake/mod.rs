@@ -28,7 +28,7 @@
 //! | `usage IN OUT COST` | figures for the final record |
 //! | `sleep SECONDS`, `hang`, `exit CODE`, `crash`, `kill-self` | timing and endings |
 //! | `require PATH` | stop here (exit 0, no marker) unless PATH exists: a task that fails until a file appears |
-//! | `hang-unless PATH` | hang unless PATH exists: a task that hangs until a file appears |
+//! | `hang-unless PATH` | wait until PATH exists: a task that hangs until a file appears |
 //! | `marker-raw` | the assembled marker written raw to stdout, with no newline |
 //! | `flood BYTES`, `garbage BYTES`, `no-newline TEXT` | raw stdout noise (`k`/`m` suffixes) |
 //! | `spawn-hang` | background grandchild `sleep 600`; `child-pid N` on stderr |
@@ -309,10 +309,8 @@ impl<W: Write> Agent<W> {
             },
             Directive::Exit(code) => return Ok(Some(*code)),
             Directive::HangUnless(path) => {
-                if !Path::new(path).exists() {
-                    loop {
-                        std::thread::sleep(Duration::from_secs(3600));
-                    }
+                while !Path::new(path).exists() {
+                    std::thread::sleep(Duration::from_millis(50));
                 }
             }
             Directive::MarkerRaw => {

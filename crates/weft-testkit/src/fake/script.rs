@@ -36,7 +36,7 @@ pub enum Directive {
     Exit(i32),
     /// `require PATH`: stop here (exit 0, final record, no marker) unless PATH exists.
     Require(String),
-    /// `hang-unless PATH`: hang (like `hang`) unless PATH exists.
+    /// `hang-unless PATH`: wait (like `hang`) until PATH exists.
     HangUnless(String),
     /// `marker-raw`: the assembled marker written raw to stdout with no newline.
     MarkerRaw,

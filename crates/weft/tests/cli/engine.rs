@@ -624,3 +624,161 @@ fn prompt_previews_the_launch_and_masks_secrets() {
     assert!(!run.stdout.contains("sk-very-secret-value"));
     let _ = read;
 }
+
+#[test]
+fn refused_tool_calls_tokens_and_cost_show_in_status() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Try something risky\"\nprompt = '''\n@fake deny Bash rm -rf /\n@fake usage 1000 200 0.25\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.ok(&["run"]);
+    assert!(
+        run.stdout.contains("[1 refused tool call(s)]"),
+        "{}",
+        run.stdout
+    );
+    let status = weft.ok(&["status"]).stdout;
+    assert!(
+        status.contains("#1 was refused 1 tool call(s): Bash"),
+        "{status}"
+    );
+    assert!(
+        status.contains("#1 tokens 1000 in / 200 out, $0.2500"),
+        "{status}"
+    );
+    assert!(
+        status.contains("total: tokens 1000 in / 200 out, $0.2500"),
+        "{status}"
+    );
+    let json = weft.status_json();
+    let task = &json["plan"]["tasks"][0];
+    assert_eq!(task["input_tokens"], 1000);
+    assert_eq!(task["denials"][0]["tool"], "Bash");
+}
+
+#[test]
+fn secrets_in_the_environment_never_reach_the_log() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Leak\"\nprompt = '''\n@fake run echo \"key is $SERVICE_API_KEY\"\n@fake say the key is sk-live-0123456789\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut command = weft.command(&["run", "--json"]);
+    command.env("SERVICE_API_KEY", "sk-live-0123456789");
+    let run = weft.run_command(&["run", "--json"], command);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !run.stdout.contains("sk-live-0123456789"),
+        "an event carried the secret"
+    );
+    let log = weft.ok(&["log", "1"]).stdout;
+    assert!(log.contains("****"), "{log}");
+    assert!(
+        !log.contains("sk-live-0123456789"),
+        "the log carried the secret"
+    );
+}
+
+#[test]
+fn log_follow_and_status_watch_track_a_run_from_another_terminal() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Slow\"\nprompt = '''\n@fake say starting\n@fake hang-unless go\n@fake say wrapping up\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut engine = weft.command(&["run"]);
+    engine.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = engine.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while statuses(&weft)["slow"] != "in_progress" {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut follow = weft.command(&["log", "1", "--follow"]);
+    follow.stdout(Stdio::piped());
+    let follow = follow.spawn().unwrap();
+    let mut watch = weft.command(&["status", "--watch"]);
+    watch.stdout(Stdio::piped());
+    let watch = watch.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    weft.write("go", "");
+    assert!(child.wait().unwrap().success());
+    let followed = String::from_utf8(follow.wait_with_output().unwrap().stdout).unwrap();
+    assert!(
+        followed.contains("starting") && followed.contains("wrapping up"),
+        "{followed}"
+    );
+    let watched = String::from_utf8(watch.wait_with_output().unwrap().stdout).unwrap();
+    assert!(watched.contains("in_progress"), "{watched}");
+    assert!(watched.contains("completed"), "{watched}");
+    assert!(
+        watched.trim_end().ends_with("(no run is active)"),
+        "{watched}"
+    );
+}
+
+#[test]
+fn slot_caps_are_validated() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[]);
+    let zero = weft.fails(&["run", "--parallel", "0"], 2);
+    assert!(
+        zero.stderr.contains("0 is not in 1..=64"),
+        "{}",
+        zero.stderr
+    );
+    let word = weft.fails(&["-c", "parallel=abc", "run"], 1);
+    assert!(
+        word.stderr.contains("must be a whole number from 1 to 64"),
+        "{}",
+        word.stderr
+    );
+    let big = weft.fails(&["run", "--parallel", "65"], 2);
+    assert!(big.stderr.contains("65 is not in 1..=64"), "{}", big.stderr);
+}
+
+#[test]
+fn complete_skip_and_uncomplete_move_tasks_by_hand() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[("left", "require flag-left")]);
+    weft.fails(&["run"], 1);
+    // Skipping the failed task counts as met: its dependents are released and run.
+    let skip = weft.ok(&["skip", "left"]);
+    assert!(
+        skip.stdout.contains("released blocked tasks: join, after"),
+        "{}",
+        skip.stdout
+    );
+    weft.ok(&["run"]);
+    let s = statuses(&weft);
+    assert_eq!(s["left"], "skipped");
+    assert_eq!(s["join"], "completed");
+    let uncomplete = weft.ok(&["uncomplete", "after"]);
+    assert!(
+        uncomplete.stdout.contains("pending again"),
+        "{}",
+        uncomplete.stdout
+    );
+    let complete = weft.ok(&["complete", "after"]);
+    assert!(
+        complete
+            .stdout
+            .contains("marked complete (no verification ran)"),
+        "{}",
+        complete.stdout
+    );
+    let verdict = &weft.status_json()["plan"]["tasks"][4]["verdict"];
+    assert_eq!(verdict["checks"][0]["name"], "manual");
+    let again = weft.fails(&["complete", "after"], 1);
+    assert!(
+        again
+            .stderr
+            .contains("is completed, not anything but completed"),
+        "{}",
+        again.stderr
+    );
+}
