@@ -43,7 +43,10 @@ fn has_failed_ancestor(plan: &Plan, index: usize) -> bool {
             if failed_like(task.status) {
                 return true;
             }
-            stack.extend(task.dependencies.iter().map(String::as_str));
+            // A done dependency shields what lies above it (as readiness does).
+            if !matches!(task.status, TaskStatus::Completed | TaskStatus::Skipped) {
+                stack.extend(task.dependencies.iter().map(String::as_str));
+            }
         }
     }
     false
@@ -139,7 +142,7 @@ pub fn retry(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "failed, cancelled, interrupted, conflicted, completed or skipped",
+            why: "only a task that ran or was skipped can be retried",
         });
     }
     store.update_task(
@@ -228,7 +231,7 @@ pub fn complete(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "anything but completed",
+            why: "it is already complete",
         });
     }
     let verdict = marked_complete(now());
@@ -270,7 +273,7 @@ pub fn uncomplete(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "completed or skipped",
+            why: "only a completed or skipped task can be taken back",
         });
     }
     store.update_task(
@@ -307,7 +310,7 @@ pub fn skip(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "not yet completed or skipped",
+            why: "it is already done",
         });
     }
     store.update_task(
@@ -342,7 +345,7 @@ pub fn cancel(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "waiting or running",
+            why: "only a waiting or running task can be cancelled",
         });
     }
     if target.status == TaskStatus::InProgress
@@ -403,7 +406,7 @@ pub fn force_start(
             order: target.order,
             task: target.id,
             status: target.status,
-            wanted: "not completed (retry it first)",
+            why: "retry it first to run it again",
         });
     }
     store.push_control(plan_id, "force_start", Some(&target.id), now())?;

@@ -886,6 +886,9 @@ fn finish_attempt(
     });
     if matches!(task_status, TaskStatus::Failed | TaskStatus::Cancelled) {
         after_failure(store, config, plan_id, &attempt.task_id, halted, on_event)?;
+    } else if passed {
+        // A forced start can complete a task below a failure; what it shields runs again.
+        release_blocked(store, plan_id, &attempt.task_id)?;
     }
     Ok(())
 }

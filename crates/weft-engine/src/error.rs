@@ -32,12 +32,12 @@ pub enum EngineError {
     },
     #[error("task #{order} {task:?} is running")]
     TaskRunning { order: u32, task: String },
-    #[error("task #{order} {task:?} is {status}, not {wanted}")]
+    #[error("task #{order} {task:?} is {status}: {why}")]
     WrongStatus {
         order: u32,
         task: String,
         status: TaskStatus,
-        wanted: &'static str,
+        why: &'static str,
     },
     #[error("no run of this plan is active")]
     NoActiveRun,

@@ -777,8 +777,43 @@ fn complete_skip_and_uncomplete_move_tasks_by_hand() {
     assert!(
         again
             .stderr
-            .contains("is completed, not anything but completed"),
+            .contains("is completed: it is already complete"),
         "{}",
         again.stderr
+    );
+}
+
+#[test]
+fn force_start_runs_a_blocked_task_on_the_next_run() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[("left", "require flag-left")]);
+    weft.fails(&["run"], 1);
+    assert_eq!(statuses(&weft)["join"], "blocked");
+    let forced = weft.ok(&["force-start", "join"]);
+    assert!(
+        forced
+            .stdout
+            .contains("starts first thing when `weft run` next runs"),
+        "{}",
+        forced.stdout
+    );
+    let run = weft.fails(&["run"], 1);
+    assert!(
+        run.stdout.contains("control: force_start \"join\""),
+        "{}",
+        run.stdout
+    );
+    let s = statuses(&weft);
+    assert_eq!(s["join"], "completed");
+    // join's work is done, so it shields `after` from the failure above it.
+    assert_eq!(s["after"], "completed");
+    assert_eq!(s["left"], "failed");
+    let refused = weft.fails(&["force-start", "join"], 1);
+    assert!(
+        refused
+            .stderr
+            .contains("is completed: retry it first to run it again"),
+        "{}",
+        refused.stderr
     );
 }
