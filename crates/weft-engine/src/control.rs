@@ -112,6 +112,17 @@ fn target(store: &Store, plan_id: &str, reference: &str) -> Result<(Plan, Target
     Ok((plan, target))
 }
 
+impl Target {
+    fn wrong_status(&self, why: &'static str) -> EngineError {
+        EngineError::WrongStatus {
+            order: self.order,
+            task: self.id.clone(),
+            status: self.status,
+            why,
+        }
+    }
+}
+
 fn not_running(target: &Target) -> Result<(), EngineError> {
     if target.status == TaskStatus::InProgress {
         return Err(EngineError::TaskRunning {
@@ -138,12 +149,7 @@ pub fn retry(
         target.status,
         TaskStatus::Pending | TaskStatus::Approved | TaskStatus::Blocked
     ) {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "only a task that ran or was skipped can be retried",
-        });
+        return Err(target.wrong_status("only a task that ran or was skipped can be retried"));
     }
     store.update_task(
         plan_id,
@@ -227,12 +233,7 @@ pub fn complete(
     let (_, target) = target(store, plan_id, reference)?;
     not_running(&target)?;
     if target.status == TaskStatus::Completed {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "it is already complete",
-        });
+        return Err(target.wrong_status("it is already complete"));
     }
     let verdict = marked_complete(now());
     store.update_task(
@@ -269,12 +270,7 @@ pub fn uncomplete(
 ) -> Result<ControlReport, EngineError> {
     let (_, target) = target(store, plan_id, reference)?;
     if target.status != TaskStatus::Completed && target.status != TaskStatus::Skipped {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "only a completed or skipped task can be taken back",
-        });
+        return Err(target.wrong_status("only a completed or skipped task can be taken back"));
     }
     store.update_task(
         plan_id,
@@ -306,12 +302,7 @@ pub fn skip(
     let (_, target) = target(store, plan_id, reference)?;
     not_running(&target)?;
     if matches!(target.status, TaskStatus::Completed | TaskStatus::Skipped) {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "it is already done",
-        });
+        return Err(target.wrong_status("it is already done"));
     }
     store.update_task(
         plan_id,
@@ -341,12 +332,7 @@ pub fn cancel(
         target.status,
         TaskStatus::Completed | TaskStatus::Skipped | TaskStatus::Cancelled
     ) {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "only a waiting or running task can be cancelled",
-        });
+        return Err(target.wrong_status("only a waiting or running task can be cancelled"));
     }
     if target.status == TaskStatus::InProgress
         && let Some(pid) = engine_running(store, plan_id)?
@@ -402,12 +388,7 @@ pub fn force_start(
     let (_, target) = target(store, plan_id, reference)?;
     not_running(&target)?;
     if target.status == TaskStatus::Completed {
-        return Err(EngineError::WrongStatus {
-            order: target.order,
-            task: target.id,
-            status: target.status,
-            why: "retry it first to run it again",
-        });
+        return Err(target.wrong_status("retry it first to run it again"));
     }
     store.push_control(plan_id, "force_start", Some(&target.id), now())?;
     let line = match engine_running(store, plan_id)? {

@@ -282,27 +282,18 @@ pub fn run(
         }
 
         reschedule = false;
+        let mut messages = Vec::new();
         match rx.recv_timeout(config.poll_interval) {
-            Ok(message) => {
-                reschedule |= handle(
-                    message,
-                    &mut live,
-                    &mut store,
-                    config,
-                    &plan_id,
-                    &mut halted,
-                    stopping,
-                    on_event,
-                )?;
-            }
+            Ok(message) => messages.push(message),
             Err(RecvTimeoutError::Timeout) => {
                 reschedule = true;
                 on_event(EngineEvent::Tick);
             }
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        // Drain whatever else arrived, so output never queues up behind the poll.
-        while let Ok(message) = rx.try_recv() {
+        // Whatever else arrived too, so output never queues up behind the poll.
+        messages.extend(rx.try_iter());
+        for message in messages {
             reschedule |= handle(
                 message,
                 &mut live,
