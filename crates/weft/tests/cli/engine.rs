@@ -817,3 +817,37 @@ fn force_start_runs_a_blocked_task_on_the_next_run() {
         refused.stderr
     );
 }
+
+#[test]
+fn a_failing_check_fails_a_task_whose_agent_printed_its_marker() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Claims success\"\nprompt = \"@fake marker\"\nchecks = [\"true\", \"echo the tests failed; exit 3\"]\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.fails(&["run"], 1);
+    let json = weft.status_json();
+    let verdict = &json["plan"]["tasks"][0]["verdict"];
+    assert_eq!(verdict["outcome"], "fail");
+    let reason = verdict["reason"].as_str().unwrap();
+    assert!(reason.contains("echo the tests failed; exit 3"), "{reason}");
+    let checks = verdict["checks"].as_array().unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["name"] == "completion_marker" && c["passed"] == true)
+    );
+    let failed = checks
+        .iter()
+        .find(|c| c["name"] == "check:echo the tests failed; exit 3")
+        .unwrap();
+    assert_eq!(failed["passed"], false);
+    assert!(
+        failed["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the tests failed"),
+        "{failed}"
+    );
+}
