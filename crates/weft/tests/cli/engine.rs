@@ -851,3 +851,42 @@ fn a_failing_check_fails_a_task_whose_agent_printed_its_marker() {
         "{failed}"
     );
 }
+
+#[test]
+fn a_task_added_from_another_terminal_joins_the_running_run() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\nid = \"slow\"\ntitle = \"Slow\"\nprompt = '''\n@fake hang-unless go\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut engine = weft.command(&["run"]);
+    engine.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = engine.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while statuses(&weft)["slow"] != "in_progress" {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    weft.ok(&[
+        "task",
+        "add",
+        "--title",
+        "Late",
+        "--id",
+        "late",
+        "--prompt",
+        "@fake marker",
+    ]);
+    while statuses(&weft)["late"] != "completed" {
+        assert!(
+            Instant::now() < deadline,
+            "the running engine never picked up the new task"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(statuses(&weft)["slow"], "in_progress");
+    weft.write("go", "");
+    assert!(child.wait().unwrap().success());
+    assert!(statuses(&weft).values().all(|s| s == "completed"));
+}
