@@ -17,8 +17,8 @@ pub mod workflow;
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
 pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{
-    Attempt, AttemptStatus, Check, Denial, OutputSummary, Plan, PlanStatus, Run, RunStatus, Task,
-    TaskKind, TaskStatus, Timestamp, Verdict, VerdictOutcome,
+    Attempt, AttemptStatus, Check, Denial, Landing, OutputSummary, Plan, PlanStatus, Run,
+    RunStatus, Task, TaskKind, TaskStatus, Timestamp, Verdict, VerdictOutcome,
 };
 pub use prompt::{MAP_ROWS, TAIL_CHARS, compose, plan_map, tail_chars};
 pub use refs::{RefError, resolve_task_ref};

@@ -434,4 +434,27 @@ pub struct Attempt {
     pub denials: Vec<Denial>,
     /// The agent's final answer, when its stream reported one.
     pub final_text: Option<String>,
+    /// The integration tip the attempt's branch was cut from (isolated runs).
+    pub cut_from: Option<String>,
+    /// How the attempt's work landed on the integration branch (isolated runs).
+    pub landing: Option<Landing>,
+}
+
+/// The outcome of landing a passed attempt on the run's integration branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Landing {
+    /// Merged: the integration branch moved to `merge`.
+    Landed { merge: String },
+    /// The task changed nothing; nothing was merged, and it counts as landed.
+    NoChanges,
+    /// The merge conflicts: nothing was written; the branch and worktree are kept.
+    Conflicted { files: Vec<String>, detail: String },
+}
+
+impl Landing {
+    /// Whether dependents may build on it.
+    pub fn is_landed(&self) -> bool {
+        matches!(self, Landing::Landed { .. } | Landing::NoChanges)
+    }
 }

@@ -529,6 +529,8 @@ fn launch(
         cost_usd: None,
         denials: Vec::new(),
         final_text: None,
+        cut_from: None,
+        landing: None,
     };
     let checks = CheckPlan {
         commands: if task.kind == TaskKind::Ai || task.kind == TaskKind::Ops {
@@ -642,6 +644,8 @@ fn fail_unstarted(
         cost_usd: None,
         denials: Vec::new(),
         final_text: None,
+        cut_from: None,
+        landing: None,
     };
     let number = store.attempts_of_task(&plan.id, &task.id)?.len() as u32 + 1;
     store.save_attempt(

@@ -20,7 +20,7 @@ use weft_core::edit::{Edit, EditReport, apply};
 use weft_core::{Plan, PlanStatus, Task, Timestamp};
 
 pub use error::StoreError;
-pub use migrations::SCHEMA_VERSION;
+pub use migrations::{SCHEMA_VERSION, migration_sql};
 pub use runs::{ClaimedRun, ControlRequest, TaskUpdate};
 
 /// File name of the database inside the state folder.

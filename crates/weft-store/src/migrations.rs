@@ -122,7 +122,18 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX control_requests_open ON control_requests(plan_id, handled_at);
     "#,
+    // 3: isolation: where an attempt's branch was cut from, and how its landing went.
+    r#"
+    ALTER TABLE attempts ADD COLUMN cut_from TEXT;
+    ALTER TABLE attempts ADD COLUMN landing TEXT;
+    "#,
 ];
+
+/// The SQL of every migration, oldest first (for tests that build old databases).
+#[doc(hidden)]
+pub fn migration_sql() -> &'static [&'static str] {
+    MIGRATIONS
+}
 
 /// The schema version this weft writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -63,7 +63,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Run>> {
 const ATTEMPT_COLUMNS: &str = "id, run_id, plan_id, task_id, number, runner, status, cwd, \
      worktree, branch, marker, session_id, agent_session_id, pid, process_group, \
      process_start_ticks, exit_code, signal, started_at, ended_at, verdict, log_path, \
-     input_tokens, output_tokens, cost_usd, denials, final_text";
+     input_tokens, output_tokens, cost_usd, denials, final_text, cut_from, landing";
 
 fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Attempt>> {
     let status: String = row.get(6)?;
@@ -77,6 +77,11 @@ fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Attempt>> {
     {
         Ok(v) => v,
         Err(e) => return Ok(Err(format!("unreadable attempt verdict: {e}"))),
+    };
+    let landing: Option<String> = row.get(28)?;
+    let landing = match landing.map(|l| serde_json::from_str(&l)).transpose() {
+        Ok(l) => l,
+        Err(e) => return Ok(Err(format!("unreadable attempt landing: {e}"))),
     };
     let denials: String = row.get(25)?;
     let denials: Vec<Denial> = match serde_json::from_str(&denials) {
@@ -111,6 +116,8 @@ fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Attempt>> {
         cost_usd: row.get(24)?,
         denials,
         final_text: row.get(26)?,
+        cut_from: row.get(27)?,
+        landing,
     }))
 }
 
@@ -122,7 +129,8 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
     conn.execute(
         &format!(
             "INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
-             ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
+             ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,
+             ?28, ?29)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, worktree = excluded.worktree,
                branch = excluded.branch, agent_session_id = excluded.agent_session_id,
                pid = excluded.pid, process_group = excluded.process_group,
@@ -130,7 +138,8 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
                signal = excluded.signal, ended_at = excluded.ended_at, verdict = excluded.verdict,
                log_path = excluded.log_path, input_tokens = excluded.input_tokens,
                output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd,
-               denials = excluded.denials, final_text = excluded.final_text"
+               denials = excluded.denials, final_text = excluded.final_text,
+               cut_from = excluded.cut_from, landing = excluded.landing"
         ),
         params![
             attempt.id,
@@ -160,6 +169,8 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
             attempt.cost_usd,
             json_text(&attempt.denials),
             attempt.final_text,
+            attempt.cut_from,
+            attempt.landing.as_ref().map(json_text),
         ],
     )?;
     Ok(())
@@ -319,6 +330,33 @@ impl Store {
                     })
                 }
             }
+        })
+    }
+
+    /// Record where an isolated run started and its integration branch.
+    pub fn set_run_refs(
+        &mut self,
+        run_id: &str,
+        plan_id: &str,
+        base_ref: &str,
+        integration_branch: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE runs SET base_ref = ?2, integration_branch = ?3 WHERE id = ?1",
+                params![run_id, base_ref, integration_branch],
+            )
+            .map_err(&sql)?;
+            append_event(
+                tx,
+                Some(plan_id),
+                "run_isolated",
+                &json!({ "run": run_id, "base": base_ref, "integration_branch": integration_branch }),
+                now,
+            )
+            .map_err(&sql)
         })
     }
 

@@ -1297,3 +1297,41 @@ fn concurrent_writers_in_threads_never_lose_an_edit() {
     );
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
 }
+
+/// A database written by every older schema version opens, migrates and keeps its plans.
+#[test]
+fn older_databases_migrate_and_keep_their_data() {
+    for old_version in 1..SCHEMA_VERSION {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join(".weft");
+        std::fs::create_dir_all(&state).unwrap();
+        {
+            let conn = rusqlite::Connection::open(state.join(DATABASE_FILE)).unwrap();
+            for sql in &weft_store::migration_sql()[..old_version as usize] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch(&format!(
+                "PRAGMA user_version = {old_version};
+                 INSERT INTO plans (id, goal, status, runner, created_at, updated_at, revision)
+                 VALUES ('0123456789abcdef0123456789abcdef', 'old goal', 'approved', NULL, 1, 1, 1);
+                 INSERT INTO tasks (plan_id, id, position, title, description, prompt, runner, model,
+                   effort, mode, kind, command, steps, checks, status, hold, verdict, output)
+                 VALUES ('0123456789abcdef0123456789abcdef', 'a', 1, 'A', NULL, 'do a', NULL, NULL,
+                   NULL, NULL, 'ai', NULL, '[]', '[]', 'pending', 0, NULL, NULL);"
+            ))
+            .unwrap();
+        }
+        let store = Store::open_existing(&state, OpenOptions::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            store.schema_version().unwrap(),
+            SCHEMA_VERSION,
+            "from {old_version}"
+        );
+        let plan = store.plan("0123456789abcdef0123456789abcdef").unwrap();
+        assert_eq!(plan.goal, "old goal");
+        assert_eq!(plan.tasks[0].prompt, "do a");
+        assert!(store.attempts_of_plan(&plan.id).unwrap().is_empty());
+    }
+}
