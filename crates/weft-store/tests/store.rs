@@ -1304,9 +1304,9 @@ fn older_databases_migrate_and_keep_their_data() {
     for old_version in 1..SCHEMA_VERSION {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join(".weft");
-        std::fs::create_dir_all(&state).unwrap();
+        fs::create_dir_all(&state).unwrap();
         {
-            let conn = rusqlite::Connection::open(state.join(DATABASE_FILE)).unwrap();
+            let conn = Connection::open(state.join(DATABASE_FILE)).unwrap();
             for sql in &weft_store::migration_sql()[..old_version as usize] {
                 conn.execute_batch(sql).unwrap();
             }
