@@ -1,0 +1,335 @@
+//! Handoff: review diffs, the merge preflight, and the merge into the user's checkout.
+
+use std::os::unix::fs::PermissionsExt;
+
+use fs_err as fs;
+use weft_git::{GitError, MergeOutcome, Oid, StashRestore};
+
+use crate::support::{BASE_TEXT, Fixture};
+
+/// `f.txt` and `g.txt` on main, and a run branch `run` that changes `f.txt` (line 2) and
+/// adds `new.txt`. Returns (base, run tip).
+fn handoff_setup(fx: &Fixture) -> (Oid, Oid) {
+    let base = fx.commit_here(
+        &[("f.txt", Some(BASE_TEXT)), ("g.txt", Some("g\n"))],
+        "base",
+    );
+    let tip = fx.commit_on(
+        "run",
+        &base,
+        &[
+            ("f.txt", Some("one\nRUN\nthree\n")),
+            ("new.txt", Some("n\n")),
+        ],
+    );
+    (base, tip)
+}
+
+fn assert_problem(problems: &[String], needle: &str) {
+    assert!(
+        problems.iter().any(|p| p.contains(needle)),
+        "no problem mentions {needle:?}: {problems:?}"
+    );
+}
+
+#[test]
+fn a_clean_checkout_passes_and_merges() {
+    let fx = Fixture::new();
+    let (base, tip) = handoff_setup(&fx);
+    // The user moved on meanwhile, in another file: still fine.
+    let user = fx.commit_here(&[("g.txt", Some("user's g\n"))], "user work");
+    fx.write("unrelated.txt", "untracked, never blocks\n");
+    fx.write(
+        "g.txt",
+        "uncommitted edit to a file the merge leaves alone\n",
+    );
+    let repo = fx.open();
+
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert!(preflight.ok, "{:?}", preflight.problems);
+    assert!(preflight.problems.is_empty());
+    assert_eq!(preflight.head_branch.as_deref(), Some("main"));
+    assert_eq!(preflight.head.as_ref(), Some(&user));
+    assert_eq!(preflight.tip.as_ref(), Some(&tip));
+    assert!(!preflight.up_to_date);
+    let mut changes = preflight.changes.clone();
+    changes.sort();
+    assert_eq!(changes, ["f.txt", "new.txt"]);
+
+    let outcome = repo
+        .merge_into_checked_out("run", "weft: merge run abcd1234")
+        .unwrap();
+    let MergeOutcome::Merged { commit, previous } = outcome else {
+        panic!("expected a merge, got {outcome:?}");
+    };
+    assert_eq!(previous, user);
+    assert_eq!(fx.main(), commit);
+    assert_eq!(fx.parents("main"), [user, tip]);
+    assert_eq!(fx.read("f.txt"), "one\nRUN\nthree\n");
+    assert_eq!(fx.read("new.txt"), "n\n");
+    assert_eq!(
+        fx.read("g.txt"),
+        "uncommitted edit to a file the merge leaves alone\n",
+        "the user's uncommitted edit survives"
+    );
+    assert_eq!(
+        fx.run(&["log", "-1", "--format=%s", "main"]).trim(),
+        "weft: merge run abcd1234"
+    );
+    assert!(repo.is_ancestor(base.as_str(), "main").unwrap());
+
+    // Merging again: nothing to do.
+    let again = repo.merge_into_checked_out("run", "again").unwrap();
+    assert_eq!(again, MergeOutcome::UpToDate { head: commit });
+}
+
+#[test]
+fn nothing_landed_is_up_to_date() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    repo.create_branch("run", &fx.main()).unwrap();
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert!(preflight.ok && preflight.up_to_date, "{preflight:?}");
+    assert!(preflight.changes.is_empty());
+    assert_eq!(
+        repo.merge_into_checked_out("run", "m").unwrap(),
+        MergeOutcome::UpToDate { head: fx.main() }
+    );
+    assert!(repo.diff_stat("main", "run").unwrap().is_empty());
+    assert_eq!(repo.diff("main", "run").unwrap().text, "");
+}
+
+#[test]
+fn an_uncommitted_edit_to_a_file_the_merge_changes_is_caught() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    fx.write("f.txt", "one\ntwo\nthree\nlocal edit\n");
+    let repo = fx.open();
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert!(!preflight.ok);
+    assert_eq!(preflight.problems.len(), 1, "{:?}", preflight.problems);
+    assert_problem(&preflight.problems, "f.txt has uncommitted changes");
+
+    // A staged edit counts too.
+    fx.run(&["add", "f.txt"]);
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert_problem(&preflight.problems, "f.txt has uncommitted changes");
+}
+
+#[test]
+fn an_untracked_file_in_the_way_is_caught() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    fx.write("new.txt", "mine\n");
+    let preflight = fx.open().merge_preflight("run").unwrap();
+    assert!(!preflight.ok);
+    assert_problem(&preflight.problems, "untracked new.txt");
+}
+
+#[test]
+fn a_conflict_with_the_checkout_is_caught_without_touching_it() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    let user = fx.commit_here(&[("f.txt", Some("one\nUSER\nthree\n"))], "user edit");
+    let repo = fx.open();
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert!(!preflight.ok);
+    assert_problem(&preflight.problems, "conflicts in f.txt");
+    assert_eq!(fx.main(), user);
+    assert_eq!(fx.read("f.txt"), "one\nUSER\nthree\n");
+    assert!(repo.tracked_changes().unwrap().is_empty());
+    assert!(!fx.path().join(".git/MERGE_HEAD").exists());
+}
+
+#[test]
+fn a_merge_in_progress_is_caught() {
+    let fx = Fixture::new();
+    let (base, _) = handoff_setup(&fx);
+    fx.commit_on("other", &base, &[("f.txt", Some("one\nOTHER\nthree\n"))]);
+    fx.commit_here(&[("f.txt", Some("one\nUSER\nthree\n"))], "user edit");
+    let (code, _, _) = fx.try_in(fx.path(), &["merge", "--no-edit", "other"]);
+    assert_eq!(code, 1, "the user's own merge stopped on a conflict");
+
+    let preflight = fx.open().merge_preflight("run").unwrap();
+    assert!(!preflight.ok);
+    assert_problem(&preflight.problems, "a merge is in progress");
+    assert_problem(&preflight.problems, "unresolved conflicts in f.txt");
+}
+
+#[test]
+fn rebase_and_cherry_pick_in_progress_are_caught() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    let repo = fx.open();
+    fs::create_dir_all(fx.path().join(".git/rebase-merge")).unwrap();
+    assert_problem(
+        &repo.merge_preflight("run").unwrap().problems,
+        "a rebase is in progress",
+    );
+    fs::remove_dir_all(fx.path().join(".git/rebase-merge")).unwrap();
+    fs::write(fx.path().join(".git/CHERRY_PICK_HEAD"), fx.main().as_str()).unwrap();
+    assert_problem(
+        &repo.merge_preflight("run").unwrap().problems,
+        "a cherry-pick is in progress",
+    );
+}
+
+#[test]
+fn a_detached_head_and_a_missing_branch_are_caught() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    fx.run(&["checkout", "-q", "--detach", "main"]);
+    let repo = fx.open();
+    let preflight = repo.merge_preflight("run").unwrap();
+    assert!(!preflight.ok);
+    assert_problem(&preflight.problems, "HEAD is detached");
+
+    fx.run(&["checkout", "-q", "main"]);
+    let preflight = repo.merge_preflight("no-such-run").unwrap();
+    assert!(!preflight.ok);
+    assert_problem(&preflight.problems, "there is no branch no-such-run");
+}
+
+#[test]
+fn a_failed_preflight_merges_nothing() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    fx.write("f.txt", "local\n");
+    let repo = fx.open();
+    let before = fx.main();
+    let error = repo.merge_into_checked_out("run", "m").unwrap_err();
+    match &error {
+        GitError::PreflightFailed {
+            branch, problems, ..
+        } => {
+            assert_eq!(branch, "run");
+            assert_problem(problems, "f.txt");
+        }
+        other => panic!("expected PreflightFailed, got {other:?}"),
+    }
+    assert!(error.to_string().contains("nothing was changed"), "{error}");
+    assert_eq!(fx.main(), before);
+    assert_eq!(fx.read("f.txt"), "local\n");
+    assert!(!fx.path().join("new.txt").exists());
+}
+
+#[test]
+fn a_merge_refused_by_a_hook_is_aborted() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    let hook = fx.path().join(".git/hooks/pre-merge-commit");
+    fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    fs::write(&hook, "#!/bin/sh\necho 'no merges today' >&2\nexit 1\n").unwrap();
+    fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let repo = fx.open();
+    let before = fx.main();
+    let error = repo.merge_into_checked_out("run", "m").unwrap_err();
+    assert!(error.to_string().contains("no merges today"), "{error}");
+    assert_eq!(fx.main(), before);
+    assert!(!fx.path().join(".git/MERGE_HEAD").exists());
+    assert!(repo.tracked_changes().unwrap().is_empty());
+    assert!(!fx.path().join("new.txt").exists());
+}
+
+#[test]
+fn review_diffs_and_stats() {
+    let fx = Fixture::new();
+    let (base, tip) = handoff_setup(&fx);
+    let repo = fx.open();
+    let stat = repo.diff_stat(base.as_str(), tip.as_str()).unwrap();
+    assert_eq!(stat.files.len(), 2);
+    assert_eq!(stat.files[0].path, "f.txt");
+    assert_eq!(stat.files[0].insertions, Some(1));
+    assert_eq!(stat.files[0].deletions, Some(1));
+    assert_eq!(stat.files[1].path, "new.txt");
+    assert_eq!((stat.insertions, stat.deletions), (2, 1));
+
+    let diff = repo.diff(base.as_str(), tip.as_str()).unwrap();
+    assert!(!diff.truncated);
+    assert!(diff.notice().is_none());
+    assert!(diff.text.contains("+RUN"), "{}", diff.text);
+    assert!(diff.text.contains("diff --git a/new.txt b/new.txt"));
+
+    let mut changed = repo.changed_files(base.as_str(), tip.as_str()).unwrap();
+    changed.sort();
+    assert_eq!(changed, ["f.txt", "new.txt"]);
+}
+
+#[test]
+fn a_long_diff_is_cut_and_says_so() {
+    let fx = Fixture::new();
+    let base = fx.main();
+    let big: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    let tip = fx.commit_on(
+        "big",
+        &base,
+        &[("big.txt", Some(&big)), ("bin.dat", Some("\0\u{1}"))],
+    );
+    let repo = fx.open();
+    let diff = repo
+        .diff_limited(base.as_str(), tip.as_str(), 10_000)
+        .unwrap();
+    assert!(diff.truncated);
+    assert!(diff.text.len() <= 10_000);
+    assert!(diff.text.ends_with('\n'), "cut at a line end");
+    assert!(diff.notice().unwrap().contains("cut"));
+
+    let stat = repo.diff_stat(base.as_str(), tip.as_str()).unwrap();
+    let binary = stat.files.iter().find(|f| f.path == "bin.dat").unwrap();
+    assert_eq!((binary.insertions, binary.deletions), (None, None));
+    assert_eq!(stat.insertions, 20_000);
+}
+
+#[test]
+fn stashed_changes_come_back_after_the_run() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    let repo = fx.open();
+    assert_eq!(repo.stash_push("nothing to stash").unwrap(), None);
+
+    fx.write("f.txt", "one\ntwo\nthree\nlocal\n");
+    fx.write("g.txt", "staged g\n");
+    fx.run(&["add", "g.txt"]);
+    fx.write("untracked.txt", "stays\n");
+    let stash = repo
+        .stash_push("weft run abcd1234")
+        .unwrap()
+        .expect("a stash");
+    assert!(
+        repo.tracked_changes().unwrap().is_empty(),
+        "the tree is clean now"
+    );
+    assert_eq!(fx.read("untracked.txt"), "stays\n", "untracked files stay");
+
+    // The run lands work elsewhere; the user's branch moves on in another file.
+    fx.commit_here(&[("other.txt", Some("o\n"))], "meanwhile");
+    assert_eq!(repo.stash_restore(&stash).unwrap(), StashRestore::Restored);
+    assert_eq!(fx.read("f.txt"), "one\ntwo\nthree\nlocal\n");
+    assert_eq!(fx.read("g.txt"), "staged g\n");
+    let staged = fx.run(&["diff", "--cached", "--name-only"]);
+    assert_eq!(staged.trim(), "g.txt", "what was staged is staged again");
+    assert_eq!(fx.run(&["stash", "list"]), "", "the entry was dropped");
+
+    let error = repo.stash_restore(&stash).unwrap_err();
+    assert!(
+        matches!(error, GitError::UnknownRevision { .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_stash_that_conflicts_on_restore_is_kept() {
+    let fx = Fixture::new();
+    handoff_setup(&fx);
+    let repo = fx.open();
+    fx.write("f.txt", "one\nLOCAL\nthree\n");
+    let stash = repo.stash_push("weft run abcd1234").unwrap().unwrap();
+    fx.run(&["merge", "-q", "--no-edit", "run"]);
+    match repo.stash_restore(&stash).unwrap() {
+        StashRestore::Conflicted { files } => assert_eq!(files, ["f.txt"]),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(fx.read("f.txt").contains("<<<<<<<"));
+    let list = fx.run(&["stash", "list", "--format=%H"]);
+    assert_eq!(list.trim(), stash.as_str(), "the stash is kept");
+}

@@ -1,0 +1,10 @@
+//! weft-git against real git in temporary repositories (hermetic: fixed HOME, no user or
+//! system git config).
+
+mod commit;
+mod handoff;
+mod land;
+mod refs;
+mod repo;
+mod support;
+mod worktrees;
