@@ -77,15 +77,31 @@ pub fn manifest_for<'a>(
 }
 
 /// Compose the prompt and the launch of one attempt of task `index`.
+/// The ids and places one attempt is launched with.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchIds<'a> {
+    pub marker_id: &'a str,
+    pub session_id: &'a str,
+    pub attempt_id: &'a str,
+    /// Where a prompt file is written for runners that take one.
+    pub prompt_dir: &'a Path,
+    /// Where the runner runs.
+    pub cwd: &'a Path,
+}
+
 pub fn plan_launch(
     config: &EngineConfig,
     plan: &Plan,
     index: usize,
-    marker_id: &str,
-    session_id: &str,
-    prompt_dir: &Path,
-    attempt_id: &str,
+    ids: LaunchIds<'_>,
 ) -> Result<LaunchPlan, EngineError> {
+    let LaunchIds {
+        marker_id,
+        session_id,
+        attempt_id,
+        prompt_dir,
+        cwd,
+    } = ids;
     let task = &plan.tasks[index];
     let manifest = manifest_for(config, plan, index)?;
     let runner = runner_name(config, plan, index);
@@ -107,7 +123,7 @@ pub fn plan_launch(
         model: task.model.clone(),
         effort: task.effort.clone(),
         mode: task.mode.clone(),
-        cwd: config.workspace.clone(),
+        cwd: cwd.to_owned(),
         session_id: session_id.to_owned(),
         running_as_root: config.running_as_root,
     };

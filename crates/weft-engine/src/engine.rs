@@ -20,9 +20,12 @@ use weft_core::{
 };
 use weft_store::{OpenOptions, Store, TaskUpdate};
 
-use crate::attempt::{self, CheckPlan, Msg, plan_launch, runner_name, supervise_options};
+use crate::attempt::{
+    self, CheckPlan, LaunchIds, Msg, plan_launch, runner_name, supervise_options,
+};
 use crate::control::release_blocked;
 use crate::error::EngineError;
+use crate::isolation::{Cut, Isolation};
 use crate::{EngineConfig, EngineEvent};
 
 /// How a run ended.
@@ -77,6 +80,9 @@ struct Live {
     agent_session: Option<String>,
     /// The last of what the assistant wrote (structured streams), for dependents.
     assistant_tail: String,
+    /// Its worktree and branch (isolated AI attempts).
+    cut: Option<Cut>,
+    task: weft_core::Task,
 }
 
 /// How much assistant text an attempt keeps for the tasks after it.
@@ -127,6 +133,26 @@ pub fn run(
         })?;
     }
 
+    let isolation = if config.isolated {
+        let (isolation, base) = Isolation::prepare(
+            &config.workspace,
+            &config.state_dir,
+            &run_id,
+            claimed.run.integration_branch.as_deref(),
+        )?;
+        if let Some(base) = base {
+            store.set_run_refs(
+                &run_id,
+                &plan_id,
+                base.as_str(),
+                &isolation.integration_branch,
+                now(),
+            )?;
+        }
+        Some(isolation)
+    } else {
+        None
+    };
     store.set_plan_status(&plan_id, PlanStatus::Running, now())?;
     reconcile(&mut store, config, &plan_id, &run_id, on_event)?;
     prepare_tasks(&mut store, config, &plan_id)?;
@@ -216,6 +242,7 @@ pub fn run(
                     &log_dir,
                     &prompt_dir,
                     &tx,
+                    isolation.as_ref(),
                 ) {
                     Ok(started) => {
                         on_event(EngineEvent::TaskStarted {
@@ -302,6 +329,7 @@ pub fn run(
                 &plan_id,
                 &mut halted,
                 stopping,
+                isolation.as_ref(),
                 on_event,
             )?;
         }
@@ -478,6 +506,7 @@ fn launch(
     log_dir: &std::path::Path,
     prompt_dir: &std::path::Path,
     tx: &mpsc::Sender<Msg>,
+    isolation: Option<&Isolation>,
 ) -> Result<Live, String> {
     let task = &plan.tasks[index];
     let attempt_id = uuid::Uuid::new_v4().simple().to_string();
@@ -489,14 +518,27 @@ fn launch(
         .filter(|a| a.run_id == run_id)
         .count() as u32
         + 1;
+    // Isolated runs: an AI task works in its own worktree; ops tasks in the integration
+    // checkout, so they exercise exactly the work that landed.
+    let (cwd, cut) = match isolation {
+        Some(iso) if task.kind == TaskKind::Ai => {
+            let cut = iso.cut(task, number).map_err(|e| e.to_string())?;
+            (cut.path.clone(), Some(cut))
+        }
+        Some(iso) => (iso.integration_checkout().map_err(|e| e.to_string())?, None),
+        None => (config.workspace.clone(), None),
+    };
     let launch = plan_launch(
         config,
         plan,
         index,
-        &random_hex16(),
-        &session_id,
-        prompt_dir,
-        &attempt_id,
+        LaunchIds {
+            marker_id: &random_hex16(),
+            session_id: &session_id,
+            attempt_id: &attempt_id,
+            prompt_dir,
+            cwd: &cwd,
+        },
     )
     .map_err(|e| e.to_string())?;
     let log_path = log_dir.join(format!("{attempt_id}.log"));
@@ -509,9 +551,9 @@ fn launch(
         number,
         runner: launch.runner.clone(),
         status: AttemptStatus::Running,
-        cwd: config.workspace.display().to_string(),
-        worktree: None,
-        branch: None,
+        cwd: cwd.display().to_string(),
+        worktree: cut.as_ref().map(|c| c.path.display().to_string()),
+        branch: cut.as_ref().map(|c| c.branch.clone()),
         marker: launch.marker.as_ref().map(|m| m.token()),
         session_id: Some(session_id),
         agent_session_id: None,
@@ -529,7 +571,7 @@ fn launch(
         cost_usd: None,
         denials: Vec::new(),
         final_text: None,
-        cut_from: None,
+        cut_from: cut.as_ref().map(|c| c.cut_from.as_str().to_owned()),
         landing: None,
     };
     let checks = CheckPlan {
@@ -538,7 +580,7 @@ fn launch(
         } else {
             Vec::new()
         },
-        cwd: config.workspace.clone(),
+        cwd: cwd.clone(),
         log_dir: log_dir.to_owned(),
         attempt_id: attempt_id.clone(),
         timeout: config.task_timeout,
@@ -590,6 +632,8 @@ fn launch(
         denials: Vec::new(),
         agent_session: None,
         assistant_tail: String::new(),
+        cut,
+        task: task.clone(),
     })
 }
 
@@ -710,6 +754,7 @@ fn handle(
     plan_id: &str,
     halted: &mut bool,
     stopping: bool,
+    isolation: Option<&Isolation>,
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<bool, EngineError> {
     match message {
@@ -762,7 +807,7 @@ fn handle(
                 return Ok(false);
             };
             finish_attempt(
-                running, *result, store, config, plan_id, halted, stopping, on_event,
+                running, *result, store, config, plan_id, halted, stopping, isolation, on_event,
             )?;
             return Ok(true);
         }
@@ -779,6 +824,7 @@ fn finish_attempt(
     plan_id: &str,
     halted: &mut bool,
     stopping: bool,
+    isolation: Option<&Isolation>,
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(), EngineError> {
     let outcome = result.outcome;
@@ -794,11 +840,52 @@ fn finish_attempt(
         spawn_error: None,
         checks: result.checks,
     };
-    let verdict = decide(&evidence, now());
-    let passed = verdict.outcome == VerdictOutcome::Pass;
+    let mut verdict = decide(&evidence, now());
+    let mut passed = verdict.outcome == VerdictOutcome::Pass;
+    // Isolated work lands on the integration branch before it counts as met.
+    let mut landing = None;
+    let mut conflicted = false;
+    if passed && let (Some(iso), Some(cut)) = (isolation, &running.cut) {
+        let landed =
+            iso.land(cut, &running.task)
+                .unwrap_or_else(|e| weft_core::Landing::Conflicted {
+                    files: Vec::new(),
+                    detail: format!("landing failed: {e}"),
+                });
+        match &landed {
+            weft_core::Landing::Landed { merge } => {
+                verdict
+                    .reason
+                    .push_str(&format!(" Landed as {}.", &merge[..merge.len().min(12)]));
+                iso.drop_worktree(&cut.path);
+            }
+            weft_core::Landing::NoChanges => {
+                verdict
+                    .reason
+                    .push_str(" It changed nothing, so nothing was landed.");
+                iso.drop_worktree(&cut.path);
+            }
+            weft_core::Landing::Conflicted { files, detail } => {
+                conflicted = true;
+                passed = false;
+                verdict.reason = if files.is_empty() {
+                    format!("Conflicted: {detail}")
+                } else {
+                    format!(
+                        "Conflicted: landing it conflicts with the integration branch in {}; its branch {} and worktree are kept",
+                        files.join(", "),
+                        cut.branch
+                    )
+                };
+            }
+        }
+        landing = Some(landed);
+    }
     // A stop interrupts (retryable on the next run); a user's cancel cancels.
     let interrupted = outcome.cancelled && !running.cancelled_by_user && stopping;
-    let (attempt_status, task_status) = if passed {
+    let (attempt_status, task_status) = if conflicted {
+        (AttemptStatus::Passed, TaskStatus::Conflicted)
+    } else if passed {
         (AttemptStatus::Passed, TaskStatus::Completed)
     } else if interrupted {
         (AttemptStatus::Interrupted, TaskStatus::Interrupted)
@@ -832,6 +919,7 @@ fn finish_attempt(
         denials: denials.clone(),
         final_text: outcome.final_text.clone(),
         agent_session_id: outcome.session_id.clone().or(running.agent_session),
+        landing,
         ..running.attempt
     };
     store.save_attempt(
@@ -879,7 +967,10 @@ fn finish_attempt(
         cost_usd: attempt.cost_usd,
         denials: denials.len(),
     });
-    if matches!(task_status, TaskStatus::Failed | TaskStatus::Cancelled) {
+    if matches!(
+        task_status,
+        TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Conflicted
+    ) {
         after_failure(store, config, plan_id, &attempt.task_id, halted, on_event)?;
     } else if passed {
         // A forced start can complete a task below a failure; what it shields runs again.

@@ -41,6 +41,10 @@ pub enum EngineError {
     },
     #[error("no run of this plan is active")]
     NoActiveRun,
+    #[error(transparent)]
+    Git(Box<weft_git::GitError>),
+    #[error("cannot isolate this run: {detail}")]
+    Isolation { detail: String, hint: String },
     #[error("cannot write {path}: {source}")]
     Io {
         path: String,
@@ -71,6 +75,8 @@ impl EngineError {
                 Some("`weft status` shows every task's status".into())
             }
             EngineError::NoActiveRun => Some("start one with `weft run`".into()),
+            EngineError::Git(_) => None,
+            EngineError::Isolation { hint, .. } => Some(hint.clone()),
             EngineError::Io { .. } => None,
         }
     }

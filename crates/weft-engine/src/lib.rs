@@ -10,6 +10,8 @@ mod attempt;
 pub mod control;
 mod engine;
 mod error;
+pub mod handoff;
+mod isolation;
 pub mod preview;
 pub mod secrets;
 
@@ -24,8 +26,11 @@ pub use error::EngineError;
 /// Everything the engine needs to know, resolved by the front end.
 #[derive(Debug)]
 pub struct EngineConfig {
-    /// Where tasks run (the workspace root; isolation comes with worktrees).
+    /// The workspace root: where tasks run in shared mode, the repository in isolated mode.
     pub workspace: PathBuf,
+    /// Each AI attempt in its own worktree and branch, landed onto the run's integration
+    /// branch; ops tasks in the run's integration checkout.
+    pub isolated: bool,
     /// `<workspace>/.weft`.
     pub state_dir: PathBuf,
     pub plan_id: String,

@@ -3,7 +3,7 @@
 use weft_core::{Plan, resolve_task_ref};
 
 use crate::EngineConfig;
-use crate::attempt::plan_launch;
+use crate::attempt::{LaunchIds, plan_launch};
 use crate::error::EngineError;
 use crate::secrets::{mask, shown_value};
 
@@ -35,10 +35,13 @@ pub fn preview(
         config,
         plan,
         index,
-        "0123456789abcdef",
-        "00000000-0000-4000-8000-000000000000",
-        &prompt_dir,
-        "preview",
+        LaunchIds {
+            marker_id: "0123456789abcdef",
+            session_id: "00000000-0000-4000-8000-000000000000",
+            attempt_id: "preview",
+            prompt_dir: &prompt_dir,
+            cwd: &config.workspace,
+        },
     )?;
     let spec = &launch.spec;
     // The prompt appears once, below; argv shows where it goes.

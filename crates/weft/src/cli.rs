@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    cancel, complete, config, demo, force_start, init, log, plan, prompt, rearm, retry, run,
-    runners, sessions, skip, status, stop, task, uncomplete,
+    cancel, complete, config, demo, force_start, handoff, init, log, plan, prompt, rearm, retry,
+    run, runners, sessions, skip, status, stop, task, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -75,4 +75,6 @@ pub enum Command {
     Prompt(prompt::Args),
     /// List every runner with whether it is available here and, if not, why.
     Runners(runners::Args),
+    /// End an isolated run: review, merge, discard or clean up.
+    Handoff(handoff::Args),
 }

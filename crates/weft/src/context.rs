@@ -150,6 +150,7 @@ impl Ctx {
             weft_engine::secrets::secret_values(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         Ok(EngineConfig {
             workspace: self.workspace.root.clone(),
+            isolated: run.isolated,
             state_dir: self.workspace.state_dir(),
             plan_id: plan_id.to_owned(),
             parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,
@@ -175,6 +176,7 @@ impl Ctx {
 /// Options of one `weft run` that override settings.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOptions {
+    pub isolated: bool,
     pub parallel: Option<u32>,
     pub halt_on_failure: bool,
     pub retry_failed: bool,

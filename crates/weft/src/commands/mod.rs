@@ -6,6 +6,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod force_start;
+pub mod handoff;
 pub mod init;
 pub mod log;
 pub mod plan;
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Log(args) => log::run(args, globals),
         Command::Prompt(args) => prompt::run(args, globals),
         Command::Runners(args) => runners::run(args, globals),
+        Command::Handoff(args) => handoff::run(args, globals),
     }
 }
 

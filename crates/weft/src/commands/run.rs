@@ -16,6 +16,11 @@ pub struct Args {
     /// Run failed and cancelled tasks again too (by default they stay as they are).
     #[arg(long)]
     pub retry_failed: bool,
+    /// Run each AI task in its own git worktree and branch, land passed work onto the
+    /// run's integration branch `weft/<run>/integration`, and run ops tasks against it
+    /// (end the run with `weft handoff`).
+    #[arg(long)]
+    pub isolated: bool,
     /// Print one JSON object per event.
     #[arg(long)]
     pub json: bool,
@@ -29,6 +34,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let config = ctx.engine_config(
         &plan_id,
         RunOptions {
+            isolated: args.isolated,
             parallel: args.parallel,
             halt_on_failure: args.halt_on_failure,
             retry_failed: args.retry_failed,

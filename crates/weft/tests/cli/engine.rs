@@ -11,7 +11,7 @@ use crate::harness::{Weft, read};
 
 /// One line of the fake agent's `record` file.
 #[derive(Debug, Clone)]
-struct Record {
+pub struct Record {
     event: String,
     pid: u64,
     task: String,
@@ -21,7 +21,7 @@ struct Record {
 
 /// The diamond: root → left, right → join → after, plus an independent side task.
 /// `extra` adds directives per task id (before the default `marker`).
-fn diamond(weft: &Weft, extra: &[(&str, &str)]) {
+pub fn diamond(weft: &Weft, extra: &[(&str, &str)]) {
     let record = weft.env.root().join("record.jsonl");
     let tasks = [
         ("root", "Lay the foundation", vec![], "0.3"),
@@ -58,7 +58,7 @@ fn diamond(weft: &Weft, extra: &[(&str, &str)]) {
     weft.ok(&["plan", "--file", "diamond.toml"]);
 }
 
-fn records(weft: &Weft) -> Vec<Record> {
+pub fn records(weft: &Weft) -> Vec<Record> {
     let path = weft.env.root().join("record.jsonl");
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut by_pid: BTreeMap<u64, String> = BTreeMap::new();
@@ -89,7 +89,7 @@ fn records(weft: &Weft) -> Vec<Record> {
     out
 }
 
-fn statuses(weft: &Weft) -> BTreeMap<String, String> {
+pub fn statuses(weft: &Weft) -> BTreeMap<String, String> {
     weft.status_json()["plan"]["tasks"]
         .as_array()
         .unwrap()

@@ -7,6 +7,7 @@ mod concurrency;
 mod config;
 mod demo;
 mod engine;
+mod isolation;
 mod plan;
 mod sessions;
 mod store_errors;

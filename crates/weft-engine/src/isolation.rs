@@ -1,0 +1,182 @@
+//! Isolated runs: a worktree and branch per AI attempt, cut from the run's integration
+//! branch, and landing passed work back onto it one task at a time without any checkout.
+
+use std::path::{Path, PathBuf};
+
+use weft_core::slug::slugify;
+use weft_core::{Landing, Task};
+use weft_git::{Git, Head, Oid, Repo, branch_ref};
+
+use crate::error::EngineError;
+
+/// The git side of one isolated run.
+#[derive(Debug)]
+pub(crate) struct Isolation {
+    pub repo: Repo,
+    pub run_id: String,
+    /// `weft/<run>/integration`.
+    pub integration_branch: String,
+    /// `.weft/worktrees/<run>`.
+    pub worktrees: PathBuf,
+}
+
+/// Where an attempt works.
+#[derive(Debug, Clone)]
+pub(crate) struct Cut {
+    pub path: PathBuf,
+    pub branch: String,
+    pub cut_from: Oid,
+}
+
+pub(crate) fn git_error(error: weft_git::GitError) -> EngineError {
+    EngineError::Git(Box::new(error))
+}
+
+impl Isolation {
+    /// Open the workspace's repository for a run; create its integration branch at HEAD when
+    /// the run is new (`base` is None), or reuse the recorded one.
+    pub fn prepare(
+        workspace: &Path,
+        state_dir: &Path,
+        run_id: &str,
+        existing_branch: Option<&str>,
+    ) -> Result<(Isolation, Option<Oid>), EngineError> {
+        let repo = Git::new().open(workspace).map_err(git_error)?;
+        let integration_branch = format!("weft/{run_id}/integration");
+        let worktrees = state_dir.join("worktrees").join(run_id);
+        let isolation = Isolation {
+            repo,
+            run_id: run_id.to_owned(),
+            integration_branch: integration_branch.clone(),
+            worktrees,
+        };
+        let base = match isolation.repo.head().map_err(git_error)? {
+            Head::Branch { commit, .. } | Head::Detached { commit } => commit,
+            Head::Unborn { branch } => {
+                return Err(EngineError::Isolation {
+                    detail: format!(
+                        "the repository has no commits yet (branch {branch} is unborn)"
+                    ),
+                    hint: "commit something first, or run without --isolated".into(),
+                });
+            }
+        };
+        let dirty = isolation.repo.tracked_changes().map_err(git_error)?;
+        if !dirty.is_empty() {
+            let shown: Vec<&str> = dirty.iter().take(10).map(String::as_str).collect();
+            let more = dirty.len().saturating_sub(10);
+            return Err(EngineError::Isolation {
+                detail: format!(
+                    "the workspace has uncommitted changes to tracked files: {}{}",
+                    shown.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ),
+                hint: "commit or stash them first, or run without --isolated (tasks then share your checkout)".into(),
+            });
+        }
+        if existing_branch.is_some()
+            && isolation
+                .repo
+                .branch_exists(&integration_branch)
+                .map_err(git_error)?
+        {
+            return Ok((isolation, None));
+        }
+        isolation
+            .repo
+            .create_branch(&integration_branch, &base)
+            .map_err(git_error)?;
+        Ok((isolation, Some(base)))
+    }
+
+    pub fn integration_ref(&self) -> String {
+        branch_ref(&self.integration_branch)
+    }
+
+    pub fn tip(&self) -> Result<Oid, EngineError> {
+        self.repo
+            .resolve(&self.integration_ref())
+            .map_err(git_error)
+    }
+
+    /// A fresh worktree for attempt `number` of `task`, cut from the integration tip.
+    pub fn cut(&self, task: &Task, number: u32) -> Result<Cut, EngineError> {
+        let mut name = format!("{}-{}", task.order, slugify(&task.title));
+        if number > 1 {
+            name.push_str(&format!("-{number}"));
+        }
+        let path = self.worktrees.join(&name);
+        let branch = format!("weft/{}/{name}", self.run_id);
+        let cut_from = self.tip()?;
+        self.repo
+            .add_worktree(&path, &branch, &cut_from)
+            .map_err(git_error)?;
+        Ok(Cut {
+            path,
+            branch,
+            cut_from,
+        })
+    }
+
+    /// The run's integration checkout (detached at the current tip), for ops tasks.
+    pub fn integration_checkout(&self) -> Result<PathBuf, EngineError> {
+        let path = self.worktrees.join("integration");
+        let tip = self.tip()?;
+        if path.exists() {
+            self.repo
+                .open_worktree(&path)
+                .and_then(|wt| wt.force_checkout_detached(&tip))
+                .map_err(git_error)?;
+        } else {
+            self.repo
+                .add_worktree_detached(&path, &tip)
+                .map_err(git_error)?;
+        }
+        Ok(path)
+    }
+
+    /// Commit what the agent left uncommitted, then land its branch on the integration branch.
+    pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
+        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
+        let no_links: [&Path; 0] = [];
+        worktree
+            .commit_all(
+                &format!("weft: task {}: {}", task.order, task.title),
+                &no_links,
+            )
+            .map_err(git_error)?;
+        let message = format!("weft: land task {}: {}", task.order, task.title);
+        let landing = self
+            .repo
+            .land(
+                &self.integration_ref(),
+                &cut.branch,
+                &cut.cut_from,
+                &message,
+            )
+            .map_err(git_error)?;
+        Ok(match landing {
+            weft_git::Landing::Landed { merge, .. } => Landing::Landed {
+                merge: merge.as_str().to_owned(),
+            },
+            weft_git::Landing::AlreadyIntegrated { previous, .. } => Landing::Landed {
+                merge: previous.as_str().to_owned(),
+            },
+            weft_git::Landing::NoChanges { .. } => Landing::NoChanges,
+            weft_git::Landing::Conflicted { files, detail, .. } => {
+                Landing::Conflicted { files, detail }
+            }
+            weft_git::Landing::Rewritten { reason } => Landing::Conflicted {
+                files: Vec::new(),
+                detail: format!(
+                    "the task branch no longer contains the tip it was cut from: {reason}"
+                ),
+            },
+        })
+    }
+
+    /// Remove a landed attempt's worktree (its branch stays until handoff).
+    pub fn drop_worktree(&self, path: &Path) {
+        let _ = self.repo.remove_worktree(path, true);
+    }
+}

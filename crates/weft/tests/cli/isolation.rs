@@ -1,0 +1,240 @@
+//! Isolated runs against real git: a worktree per task, landing, conflicts, handoff.
+
+use crate::engine::{diamond, statuses};
+use crate::harness::{Weft, read};
+
+fn git(weft: &Weft, args: &[&str]) -> String {
+    let output = weft
+        .env
+        .command("git")
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn run_id(weft: &Weft) -> String {
+    let branches = git(
+        weft,
+        &[
+            "branch",
+            "--list",
+            "weft/*/integration",
+            "--format=%(refname:short)",
+        ],
+    );
+    branches
+        .lines()
+        .next()
+        .expect("an integration branch")
+        .split('/')
+        .nth(1)
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
+    let weft = Weft::with_agents();
+    // join only passes if both sides already landed in the tip its worktree was cut from.
+    diamond(
+        &weft,
+        &[
+            ("join", "require out/left.txt"),
+            ("join", "require out/right.txt"),
+        ],
+    );
+    weft.ok(&["run", "--isolated"]);
+    assert!(
+        statuses(&weft).values().all(|s| s == "completed"),
+        "{:?}",
+        statuses(&weft)
+    );
+    let run = run_id(&weft);
+    let integration = format!("weft/{run}/integration");
+    for task in ["root", "left", "right", "join", "after", "side"] {
+        assert_eq!(
+            git(&weft, &["show", &format!("{integration}:out/{task}.txt")]),
+            task
+        );
+    }
+    // The user's checkout and branch are untouched until handoff.
+    assert!(
+        !weft.work().join("out").exists(),
+        "a task wrote into the user's checkout"
+    );
+    assert_eq!(git(&weft, &["rev-list", "--count", "main"]).trim(), "1");
+    let log = git(&weft, &["log", "--format=%s", &integration]);
+    assert_eq!(log.matches("weft: land task").count(), 6, "{log}");
+    let merges = git(&weft, &["rev-list", "--merges", "--count", &integration]);
+    assert_eq!(merges.trim(), "6");
+    // Landed worktrees are removed.
+    let worktrees = git(&weft, &["worktree", "list", "--porcelain"]);
+    assert!(
+        !worktrees.contains(&format!("worktrees/{run}/")),
+        "{worktrees}"
+    );
+
+    let review = weft.ok(&["handoff", "review", "--stat"]).stdout;
+    assert!(
+        review.contains("out/join.txt") && review.contains("6 file(s) changed"),
+        "{review}"
+    );
+    let refused = weft.fails(&["handoff", "merge"], 1);
+    assert!(refused.stderr.contains("pass --yes"), "{}", refused.stderr);
+    let merged = weft.ok(&["handoff", "merge", "--yes"]);
+    assert!(merged.stdout.contains("merged"), "{}", merged.stdout);
+    for task in ["root", "join", "side"] {
+        assert_eq!(read(&weft.work().join(format!("out/{task}.txt"))), task);
+    }
+    // Task branches go; the merged integration branch stays as the record of the run.
+    assert_eq!(
+        git(
+            &weft,
+            &["branch", "--list", "weft/*", "--format=%(refname:short)"]
+        )
+        .trim(),
+        format!("weft/{run}/integration")
+    );
+    let again = weft.fails(&["handoff", "review"], 1);
+    assert!(
+        again.stderr.contains("no run to hand off"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn a_conflicting_landing_is_kept_apart_and_its_dependents_wait() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"fast\"\ntitle = \"Fast edit\"\nprompt = '''\n@fake write shared.txt from fast\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"slow\"\ntitle = \"Slow edit\"\nprompt = '''\n@fake sleep 0.6\n@fake write shared.txt from slow\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"after\"\ntitle = \"After slow\"\ndependencies = [\"slow\"]\nprompt = \"@fake marker\"\n",
+    );
+    weft.write("shared.txt", "original\n");
+    git(&weft, &["add", "-A"]);
+    git(
+        &weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "plan",
+        ],
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.fails(&["run", "--isolated"], 1);
+    let s = statuses(&weft);
+    assert_eq!(s["fast"], "completed");
+    assert_eq!(s["slow"], "conflicted", "{}", run.stdout);
+    assert_eq!(s["after"], "blocked");
+    let json = weft.status_json();
+    let reason = json["plan"]["tasks"][1]["verdict"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("conflicts with the integration branch in shared.txt"),
+        "{reason}"
+    );
+    let id = run_id(&weft);
+    assert_eq!(
+        git(
+            &weft,
+            &["show", &format!("weft/{id}/integration:shared.txt")]
+        ),
+        "from fast"
+    );
+    // The conflicted task's branch and worktree are kept for inspection or repair.
+    assert!(
+        git(
+            &weft,
+            &["branch", "--list", &format!("weft/{id}/2-slow-edit")]
+        )
+        .contains("2-slow-edit")
+    );
+    assert!(
+        weft.work()
+            .join(format!(".weft/worktrees/{id}/2-slow-edit/shared.txt"))
+            .exists()
+    );
+
+    // Discarding keeps the landed work reachable.
+    let discard = weft.ok(&["handoff", "discard", "--yes"]);
+    assert!(
+        discard
+            .stdout
+            .contains(&format!("refs/weft/discarded/{id}")),
+        "{}",
+        discard.stdout
+    );
+    assert_eq!(
+        git(
+            &weft,
+            &["show", &format!("refs/weft/discarded/{id}:shared.txt")]
+        ),
+        "from fast"
+    );
+    assert_eq!(git(&weft, &["branch", "--list", "weft/*"]).trim(), "");
+}
+
+#[test]
+fn a_dirty_checkout_holds_an_isolated_run_and_shared_runs_have_no_handoff() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[]);
+    weft.write("README.md", "edited\n");
+    let held = weft.fails(&["run", "--isolated"], 1);
+    assert!(
+        held.stderr
+            .contains("uncommitted changes to tracked files: README.md"),
+        "{}",
+        held.stderr
+    );
+    assert!(
+        held.stderr.contains("hint: commit or stash them first"),
+        "{}",
+        held.stderr
+    );
+    assert!(statuses(&weft).values().all(|s| s == "pending"));
+    weft.ok(&["run"]);
+    let no_handoff = weft.fails(&["handoff", "review"], 1);
+    assert!(
+        no_handoff.stderr.contains("was not isolated"),
+        "{}",
+        no_handoff.stderr
+    );
+}
+
+#[test]
+fn a_run_that_landed_nothing_says_so() {
+    let weft = Weft::with_agents();
+    weft.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Think only\"\nprompt = \"@fake marker\"\n");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.ok(&["run", "--isolated"]);
+    assert!(
+        run.stdout
+            .contains("It changed nothing, so nothing was landed."),
+        "{}",
+        run.stdout
+    );
+    let review = weft.ok(&["handoff", "review"]).stdout;
+    assert!(review.contains("landed nothing"), "{review}");
+    let merge = weft.fails(&["handoff", "merge", "--yes"], 1);
+    assert!(
+        merge.stderr.contains("nothing to merge"),
+        "{}",
+        merge.stderr
+    );
+    weft.ok(&["handoff", "cleanup"]);
+}
