@@ -522,7 +522,9 @@ fn launch(
     // checkout, so they exercise exactly the work that landed.
     let (cwd, cut) = match isolation {
         Some(iso) if task.kind == TaskKind::Ai => {
-            let cut = iso.cut(task, number).map_err(|e| e.to_string())?;
+            let cut = iso
+                .cut(task, number, &config.runnable)
+                .map_err(|e| e.to_string())?;
             (cut.path.clone(), Some(cut))
         }
         Some(iso) => (iso.integration_checkout().map_err(|e| e.to_string())?, None),
@@ -588,6 +590,10 @@ fn launch(
         secrets: config.secrets.clone(),
         receives_marker,
     };
+    let record_links: Vec<String> = cut
+        .as_ref()
+        .map(|c| c.links.iter().map(|l| l.display().to_string()).collect())
+        .unwrap_or_default();
     let options = supervise_options(config, log_path, launch.marker.as_ref());
     let started = attempt::start(&attempt_id, &launch.spec, options, checks, tx.clone())?;
     record.pid = Some(started.pid);
@@ -603,7 +609,11 @@ fn launch(
             &record,
             Some((
                 "attempt_started",
-                json!({ "attempt": attempt_id, "task": task.id, "number": number, "runner": launch.runner, "pid": started.pid }),
+                json!({
+                    "attempt": attempt_id, "task": task.id, "number": number, "runner": launch.runner,
+                    "pid": started.pid,
+                    "links": record_links,
+                }),
             )),
             now(),
         )

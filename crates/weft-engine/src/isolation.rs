@@ -26,6 +26,48 @@ pub(crate) struct Cut {
     pub path: PathBuf,
     pub branch: String,
     pub cut_from: Oid,
+    /// Links to the main checkout's ignored artifacts, relative to the worktree; never
+    /// committed.
+    pub links: Vec<PathBuf>,
+}
+
+/// How a fresh worktree is made runnable.
+#[derive(Debug, Clone)]
+pub enum Runnable {
+    /// Link these entries of the main checkout in, if they exist there (`name*` matches a
+    /// prefix, e.g. `.env*`).
+    Link(Vec<String>),
+    /// Run this shell command in the worktree instead.
+    Setup(String),
+}
+
+/// Entries of `root` that `patterns` name; `.git` and `.weft` never.
+fn linkable(root: &Path, patterns: &[String]) -> Vec<String> {
+    let mut names = Vec::new();
+    let entries: Vec<String> = fs_err::read_dir(root)
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    for pattern in patterns {
+        let pattern = pattern.trim();
+        if pattern.is_empty() {
+            continue;
+        }
+        for name in &entries {
+            let matches = match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == pattern,
+            };
+            if matches && name != ".git" && name != ".weft" && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names.sort();
+    names
 }
 
 pub(crate) fn git_error(error: weft_git::GitError) -> EngineError {
@@ -99,8 +141,9 @@ impl Isolation {
             .map_err(git_error)
     }
 
-    /// A fresh worktree for attempt `number` of `task`, cut from the integration tip.
-    pub fn cut(&self, task: &Task, number: u32) -> Result<Cut, EngineError> {
+    /// A fresh worktree for attempt `number` of `task`, cut from the integration tip, made
+    /// runnable by linking the main checkout's ignored artifacts in (or a setup command).
+    pub fn cut(&self, task: &Task, number: u32, runnable: &Runnable) -> Result<Cut, EngineError> {
         let mut name = format!("{}-{}", task.order, slugify(&task.title));
         if number > 1 {
             name.push_str(&format!("-{number}"));
@@ -111,10 +154,55 @@ impl Isolation {
         self.repo
             .add_worktree(&path, &branch, &cut_from)
             .map_err(git_error)?;
+        let mut links = Vec::new();
+        match runnable {
+            Runnable::Link(patterns) => {
+                for name in linkable(self.repo.root(), patterns) {
+                    let target = path.join(&name);
+                    // Tracked content is already there; only missing entries are linked.
+                    if target.symlink_metadata().is_ok() {
+                        continue;
+                    }
+                    std::os::unix::fs::symlink(self.repo.root().join(&name), &target).map_err(
+                        |source| EngineError::Io {
+                            path: target.display().to_string(),
+                            source,
+                        },
+                    )?;
+                    links.push(PathBuf::from(name));
+                }
+            }
+            Runnable::Setup(command) => {
+                let output = std::process::Command::new("sh")
+                    .args(["-c", command])
+                    .current_dir(&path)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .map_err(|source| EngineError::Io {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                if !output.status.success() {
+                    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+                    text.push_str(&String::from_utf8_lossy(&output.stderr));
+                    let tail = weft_core::prompt::tail_chars(&text, 2000);
+                    return Err(EngineError::Isolation {
+                        detail: format!(
+                            "the setup command `{command}` failed in {} ({}): {tail}",
+                            path.display(),
+                            output.status
+                        ),
+                        hint: "fix `setup` in weft.toml, or remove it to link artifacts instead"
+                            .into(),
+                    });
+                }
+            }
+        }
         Ok(Cut {
             path,
             branch,
             cut_from,
+            links,
         })
     }
 
@@ -138,11 +226,10 @@ impl Isolation {
     /// Commit what the agent left uncommitted, then land its branch on the integration branch.
     pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
         let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
-        let no_links: [&Path; 0] = [];
         worktree
             .commit_all(
                 &format!("weft: task {}: {}", task.order, task.title),
-                &no_links,
+                &cut.links,
             )
             .map_err(git_error)?;
         let message = format!("weft: land task {}: {}", task.order, task.title);

@@ -22,6 +22,7 @@ use weft_agents::manifest::Registry;
 
 pub use engine::{RunSummary, run};
 pub use error::EngineError;
+pub use isolation::Runnable;
 
 /// Everything the engine needs to know, resolved by the front end.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub struct EngineConfig {
     /// Each AI attempt in its own worktree and branch, landed onto the run's integration
     /// branch; ops tasks in the run's integration checkout.
     pub isolated: bool,
+    /// How isolated worktrees are made runnable.
+    pub runnable: Runnable,
     /// `<workspace>/.weft`.
     pub state_dir: PathBuf,
     pub plan_id: String,

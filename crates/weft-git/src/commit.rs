@@ -44,28 +44,16 @@ impl Repo {
             relative.push(path.as_os_str().as_bytes().to_vec());
         }
 
-        if relative.is_empty() {
-            self.call().args(["add", "--all"]).run()?;
-        } else {
-            let mut spec = b".\0".to_vec();
+        // Stage everything, then take the excluded paths back out of the index. (Naming
+        // them as exclude pathspecs to `add` fails when one is also ignored, e.g. `.env`.)
+        self.call().args(["add", "--all"]).run()?;
+        if !relative.is_empty() {
             let mut unstage = Vec::new();
             for path in &relative {
-                spec.extend_from_slice(b":(exclude,literal)");
-                spec.extend_from_slice(path);
-                spec.push(0);
                 unstage.extend_from_slice(b":(literal)");
                 unstage.extend_from_slice(path);
                 unstage.push(0);
             }
-            self.call()
-                .args([
-                    "add",
-                    "--all",
-                    "--pathspec-from-file=-",
-                    "--pathspec-file-nul",
-                ])
-                .stdin(spec)
-                .run()?;
             self.call()
                 .args([
                     "rm",

@@ -151,6 +151,7 @@ impl Ctx {
         Ok(EngineConfig {
             workspace: self.workspace.root.clone(),
             isolated: run.isolated,
+            runnable: self.settings.runnable(),
             state_dir: self.workspace.state_dir(),
             plan_id: plan_id.to_owned(),
             parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,

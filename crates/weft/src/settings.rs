@@ -65,6 +65,20 @@ pub const KEYS: &[Key] = &[
         check: duration,
     },
     Key {
+        name: "links",
+        env: "WEFT_LINKS",
+        default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
+        about: "ignored entries of your checkout linked into each task worktree (comma-separated or a TOML list; `name*` matches a prefix)",
+        check: anything,
+    },
+    Key {
+        name: "setup",
+        env: "WEFT_SETUP",
+        default: "",
+        about: "a shell command run in each new task worktree instead of linking (empty: link)",
+        check: anything,
+    },
+    Key {
         name: "busy_timeout_ms",
         env: "WEFT_BUSY_TIMEOUT_MS",
         default: "5000",
@@ -79,6 +93,10 @@ fn non_empty(value: &str) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+fn anything(_value: &str) -> Result<(), String> {
+    Ok(())
 }
 
 fn parallel(value: &str) -> Result<(), String> {
@@ -235,6 +253,23 @@ impl Settings {
         humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(60))
     }
 
+    /// How task worktrees are made runnable: a setup command, or links.
+    pub fn runnable(&self) -> weft_engine::Runnable {
+        let setup = self.raw("setup").trim();
+        if setup.is_empty() {
+            weft_engine::Runnable::Link(
+                self.raw("links")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        } else {
+            weft_engine::Runnable::Setup(setup.to_owned())
+        }
+    }
+
     pub fn busy_timeout(&self) -> Duration {
         Duration::from_millis(self.raw("busy_timeout_ms").parse().unwrap_or(5000))
     }
@@ -294,6 +329,11 @@ fn read_file(path: &Path) -> Result<BTreeMap<String, String>, CliError> {
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
             toml::Value::Float(f) => f.to_string(),
+            toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => items
+                .iter()
+                .filter_map(toml::Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
             other => {
                 return Err(CliError::new(format!(
                     "{}: setting {name:?} must be a string, number or boolean, not {}",

@@ -142,6 +142,26 @@ fn excluded_links_are_never_committed() {
     assert!(path.join(".venv").exists(), "links stay on disk");
 }
 
+/// A link that the repository also ignores (`.env`) must not make staging fail: git
+/// refuses explicitly named ignored paths.
+#[test]
+fn excluded_links_that_are_also_ignored_are_fine() {
+    let fx = Fixture::new();
+    fx.write(".gitignore", ".env\n");
+    fx.run(&["add", ".gitignore"]);
+    fx.run(&["commit", "-q", "-m", "ignore .env"]);
+    let (inside, path, _) = linked_worktree(&fx);
+    symlink(fx.env.root().join("shared/.env"), path.join(".env")).unwrap();
+    fs::write(path.join("work.txt"), "work\n").unwrap();
+    let commit = inside
+        .commit_all("task", &[PathBuf::from(".env")])
+        .unwrap()
+        .unwrap();
+    let paths = fx.tree_paths(commit.as_str());
+    assert!(paths.contains(&"work.txt".to_owned()), "{paths:?}");
+    assert!(!paths.contains(&".env".to_owned()), "{paths:?}");
+}
+
 #[test]
 fn excluded_links_staged_by_the_agent_are_unstaged() {
     let fx = Fixture::new();

@@ -40,7 +40,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         return stdout(&text);
     }
     let name_width = KEYS.iter().map(|k| k.name.len()).max().unwrap_or(8);
-    let value_width = settings.iter().map(|(_, v, _)| v.len()).max().unwrap_or(5);
+    let value_width = settings
+        .iter()
+        .map(|(_, v, _)| v.len())
+        .filter(|&len| len <= 24)
+        .max()
+        .unwrap_or(5);
     let mut text = String::new();
     for (name, value, source) in settings {
         text.push_str(&format!(

@@ -238,3 +238,74 @@ fn a_run_that_landed_nothing_says_so() {
     );
     weft.ok(&["handoff", "cleanup"]);
 }
+
+#[test]
+fn ignored_artifacts_are_linked_in_and_never_committed() {
+    let weft = Weft::with_agents();
+    weft.write(".gitignore", "node_modules/\n.env\n");
+    git(&weft, &["add", ".gitignore"]);
+    git(
+        &weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "ignore",
+        ],
+    );
+    weft.write("node_modules/dep/index.js", "dep\n");
+    weft.write(".env", "SECRET=1\n");
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Use deps\"\nprompt = '''\n\
+         @fake require node_modules/dep/index.js\n@fake require .env\n@fake write app.txt app\n\
+         @fake run git add -A && git -c user.name=a -c user.email=a@a commit -qm agent\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.ok(&["run", "--isolated"]);
+    assert!(run.stdout.contains("1 completed"), "{}", run.stdout);
+    let id = run_id(&weft);
+    let tree = git(
+        &weft,
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            &format!("weft/{id}/integration"),
+        ],
+    );
+    assert!(tree.contains("app.txt"), "{tree}");
+    assert!(
+        !tree.contains("node_modules") && !tree.contains(".env"),
+        "a link was committed:\n{tree}"
+    );
+}
+
+#[test]
+fn a_setup_command_replaces_linking_and_its_failure_fails_the_attempt() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Needs setup\"\nprompt = '''\n@fake require .prepared\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["-c", "setup=echo ok > .prepared", "run", "--isolated"]);
+    assert_eq!(statuses(&weft)["needs-setup"], "completed");
+
+    let weft = Weft::with_agents();
+    weft.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Needs setup\"\nprompt = \"@fake marker\"\n");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let failed = weft.fails(&["-c", "setup=echo broken; exit 4", "run", "--isolated"], 1);
+    assert!(
+        failed
+            .stdout
+            .contains("the setup command `echo broken; exit 4` failed"),
+        "{}",
+        failed.stdout
+    );
+    assert!(failed.stdout.contains("broken"), "{}", failed.stdout);
+    assert_eq!(statuses(&weft)["needs-setup"], "failed");
+}
