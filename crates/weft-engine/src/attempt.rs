@@ -87,6 +87,9 @@ pub struct LaunchIds<'a> {
     pub prompt_dir: &'a Path,
     /// Where the runner runs.
     pub cwd: &'a Path,
+    /// For a repair attempt: what the agent must resolve, placed before the marker
+    /// paragraph.
+    pub repair_note: Option<&'a str>,
 }
 
 pub fn plan_launch(
@@ -101,6 +104,7 @@ pub fn plan_launch(
         attempt_id,
         prompt_dir,
         cwd,
+        repair_note,
     } = ids;
     let task = &plan.tasks[index];
     let manifest = manifest_for(config, plan, index)?;
@@ -115,7 +119,14 @@ pub fn plan_launch(
         TaskKind::Ops | TaskKind::Manual => task.command.clone().unwrap_or_default(),
         // A runner that is not an agent (exec) runs the task's own text, not a briefing.
         TaskKind::Ai if !manifest.marker() => task.prompt.clone(),
-        TaskKind::Ai => compose(plan, index, marker.as_ref(), false),
+        TaskKind::Ai => match (repair_note, marker.as_ref()) {
+            (Some(note), Some(marker)) => format!(
+                "{}\n{note}\n\n{}\n",
+                compose(plan, index, None, false).trim_end(),
+                marker.instruction()
+            ),
+            _ => compose(plan, index, marker.as_ref(), false),
+        },
     };
     let vars = LaunchVars {
         prompt: prompt.clone(),

@@ -151,6 +151,7 @@ pub fn retry(
     ) {
         return Err(target.wrong_status("only a task that ran or was skipped can be retried"));
     }
+    let dropped = drop_kept_worktrees(store, plan_id, &target.id)?;
     store.update_task(
         plan_id,
         &target.id,
@@ -169,6 +170,79 @@ pub fn retry(
         "task #{} {:?} will run again (was {})",
         target.order, target.id, target.status
     )];
+    lines.extend(dropped);
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
+/// Remove the worktrees earlier attempts of a task left for inspection: a retry starts
+/// from a fresh one cut from the integration tip. Their branches stay until handoff.
+fn drop_kept_worktrees(
+    store: &Store,
+    plan_id: &str,
+    task_id: &str,
+) -> Result<Vec<String>, EngineError> {
+    let mut lines = Vec::new();
+    for attempt in store.attempts_of_task(plan_id, task_id)? {
+        let Some(path) = attempt.worktree else {
+            continue;
+        };
+        let path = std::path::PathBuf::from(path);
+        if !path.exists() {
+            continue;
+        }
+        let removed = weft_git::Git::new()
+            .open(&path)
+            .and_then(|repo| repo.remove_worktree(&path, true));
+        match removed {
+            Ok(()) => lines.push(format!("removed its kept worktree {}", path.display())),
+            Err(e) => lines.push(format!(
+                "could not remove its worktree {}: {e}",
+                path.display()
+            )),
+        }
+    }
+    Ok(lines)
+}
+
+/// Opt into one repair attempt of a conflicted task: a fresh worktree from the current
+/// integration tip with the task's branch merged in (conflict markers present), and a
+/// prompt that says what to resolve. It lands only without conflict markers left.
+pub fn repair(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<ControlReport, EngineError> {
+    let (_, target) = target(store, plan_id, reference)?;
+    if target.status != TaskStatus::Conflicted {
+        return Err(target.wrong_status("only a conflicted task can be repaired"));
+    }
+    let branch = store
+        .attempts_of_task(plan_id, &target.id)?
+        .into_iter()
+        .rev()
+        .find_map(|a| a.branch)
+        .ok_or_else(|| target.wrong_status("it has no branch to repair"))?;
+    store.push_control(plan_id, "repair", Some(&target.id), now())?;
+    store.update_task(
+        plan_id,
+        &target.id,
+        &TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            ..TaskUpdate::default()
+        },
+        "task_repair_requested",
+        json!({ "task": target.id, "branch": branch }),
+        now(),
+    )?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    let mut lines = vec![format!(
+        "task #{} {:?} gets one repair attempt: its branch {branch} merged onto the current tip, conflicts to resolve",
+        target.order, target.id
+    )];
+    if engine_running(store, plan_id)?.is_none() {
+        lines.push("it starts when `weft run --isolated` next runs".into());
+    }
     lines.extend(released_line(&released));
     Ok(ControlReport { lines })
 }

@@ -82,6 +82,8 @@ struct Live {
     assistant_tail: String,
     /// Its worktree and branch (isolated AI attempts).
     cut: Option<Cut>,
+    /// For a repair attempt: the files that held conflict markers.
+    repair_files: Option<Vec<String>>,
     task: weft_core::Task,
 }
 
@@ -170,6 +172,8 @@ pub fn run(
     let mut halted = false;
     let mut stopping = false;
     let mut forced: Vec<String> = Vec::new();
+    // Conflicted tasks opted into one repair attempt: task id -> the branch to merge in.
+    let mut repairs: BTreeMap<String, String> = BTreeMap::new();
     let mut announced_waiting: BTreeSet<String> = BTreeSet::new();
 
     // Scheduling work (store reads, control requests) happens when something could have
@@ -202,6 +206,18 @@ pub fn run(
                     "force_start" => {
                         if let Some(task) = request.task_id {
                             forced.push(task);
+                        }
+                    }
+                    "repair" => {
+                        if let Some(task) = request.task_id {
+                            let branch = store
+                                .attempts_of_task(&plan_id, &task)?
+                                .into_iter()
+                                .rev()
+                                .find_map(|a| a.branch);
+                            if let Some(branch) = branch {
+                                repairs.insert(task, branch);
+                            }
                         }
                     }
                     _ => {}
@@ -243,6 +259,7 @@ pub fn run(
                     &prompt_dir,
                     &tx,
                     isolation.as_ref(),
+                    &mut repairs,
                 ) {
                     Ok(started) => {
                         on_event(EngineEvent::TaskStarted {
@@ -507,6 +524,7 @@ fn launch(
     prompt_dir: &std::path::Path,
     tx: &mpsc::Sender<Msg>,
     isolation: Option<&Isolation>,
+    repairs: &mut BTreeMap<String, String>,
 ) -> Result<Live, String> {
     let task = &plan.tasks[index];
     let attempt_id = uuid::Uuid::new_v4().simple().to_string();
@@ -520,11 +538,27 @@ fn launch(
         + 1;
     // Isolated runs: an AI task works in its own worktree; ops tasks in the integration
     // checkout, so they exercise exactly the work that landed.
+    let mut repair_files = None;
+    let mut repair_note = None;
     let (cwd, cut) = match isolation {
         Some(iso) if task.kind == TaskKind::Ai => {
             let cut = iso
                 .cut(task, number, &config.runnable)
                 .map_err(|e| e.to_string())?;
+            if let Some(branch) = repairs.remove(&task.id) {
+                let files = iso
+                    .merge_for_repair(&cut, &branch)
+                    .map_err(|e| e.to_string())?;
+                repair_note = Some(format!(
+                    "## Repair\n\nThis is a repair attempt. Your earlier work on this task (branch {branch}) could not land: it conflicts with work that landed meanwhile. It has been merged into this folder; resolve the conflicts in {} so that both sides' intent survives, and remove every conflict marker (`<<<<<<<`, `=======`, `>>>>>>>`). The merge is in progress: just edit the files; weft commits them.",
+                    if files.is_empty() {
+                        "the merged files".to_owned()
+                    } else {
+                        files.join(", ")
+                    }
+                ));
+                repair_files = Some(files);
+            }
             (cut.path.clone(), Some(cut))
         }
         Some(iso) => (iso.integration_checkout().map_err(|e| e.to_string())?, None),
@@ -540,6 +574,7 @@ fn launch(
             attempt_id: &attempt_id,
             prompt_dir,
             cwd: &cwd,
+            repair_note: repair_note.as_deref(),
         },
     )
     .map_err(|e| e.to_string())?;
@@ -644,6 +679,7 @@ fn launch(
         assistant_tail: String::new(),
         cut,
         task: task.clone(),
+        repair_files,
     })
 }
 
@@ -856,12 +892,25 @@ fn finish_attempt(
     let mut landing = None;
     let mut conflicted = false;
     if passed && let (Some(iso), Some(cut)) = (isolation, &running.cut) {
-        let landed =
+        // A repair lands only when no conflict marker is left in the files it had to resolve.
+        let markers_left = match &running.repair_files {
+            Some(files) => iso
+                .markers_left(cut, files)
+                .unwrap_or_else(|_| files.clone()),
+            None => Vec::new(),
+        };
+        let landed = if markers_left.is_empty() {
             iso.land(cut, &running.task)
                 .unwrap_or_else(|e| weft_core::Landing::Conflicted {
                     files: Vec::new(),
                     detail: format!("landing failed: {e}"),
-                });
+                })
+        } else {
+            weft_core::Landing::Conflicted {
+                detail: format!("conflict markers are still in {}", markers_left.join(", ")),
+                files: markers_left,
+            }
+        };
         match &landed {
             weft_core::Landing::Landed { merge } => {
                 verdict
@@ -878,7 +927,7 @@ fn finish_attempt(
             weft_core::Landing::Conflicted { files, detail } => {
                 conflicted = true;
                 passed = false;
-                verdict.reason = if files.is_empty() {
+                verdict.reason = if files.is_empty() || detail.starts_with("conflict markers") {
                     format!("Conflicted: {detail}")
                 } else {
                     format!(

@@ -262,6 +262,25 @@ impl Isolation {
         })
     }
 
+    /// Merge a conflicted attempt's branch into a fresh cut, leaving conflict markers for
+    /// the repair agent; returns the files it must resolve (none when it merged cleanly).
+    pub fn merge_for_repair(&self, cut: &Cut, branch: &str) -> Result<Vec<String>, EngineError> {
+        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
+        let merged = worktree
+            .merge_in_worktree(branch, &format!("weft: merge {branch} for repair"))
+            .map_err(git_error)?;
+        Ok(match merged {
+            weft_git::WorktreeMerge::Clean { .. } => Vec::new(),
+            weft_git::WorktreeMerge::Conflicted { files } => files,
+        })
+    }
+
+    /// Files among `files` in the attempt's worktree that still hold conflict markers.
+    pub fn markers_left(&self, cut: &Cut, files: &[String]) -> Result<Vec<String>, EngineError> {
+        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
+        worktree.conflict_markers_in(files).map_err(git_error)
+    }
+
     /// Remove a landed attempt's worktree (its branch stays until handoff).
     pub fn drop_worktree(&self, path: &Path) {
         let _ = self.repo.remove_worktree(path, true);

@@ -41,6 +41,7 @@ pub fn preview(
             attempt_id: "preview",
             prompt_dir: &prompt_dir,
             cwd: &config.workspace,
+            repair_note: None,
         },
     )?;
     let spec = &launch.spec;

@@ -17,6 +17,8 @@ pub struct TaskUsage {
     pub cost_usd: Option<f64>,
     /// Tool calls the agent was refused in its latest attempt.
     pub denials: Vec<weft_core::Denial>,
+    /// How its latest attempt landed (isolated runs).
+    pub landing: Option<weft_core::Landing>,
 }
 
 /// Per-task usage from the plan's attempts.
@@ -36,6 +38,7 @@ pub fn usage_by_task(attempts: &[weft_core::Attempt]) -> HashMap<String, TaskUsa
             entry.cost_usd = Some(entry.cost_usd.unwrap_or(0.0) + cost);
         }
         entry.denials = attempt.denials.clone();
+        entry.landing = attempt.landing.clone();
     }
     usage
 }
@@ -122,8 +125,13 @@ pub fn plan_map(
         .tasks
         .iter()
         .map(|task| {
+            let no_changes = usage
+                .get(&task.id)
+                .is_some_and(|u| u.landing == Some(weft_core::Landing::NoChanges));
             let status = if task.hold {
                 format!("{} (held)", task.status)
+            } else if no_changes && task.status == TaskStatus::Completed {
+                format!("{} (no changes)", task.status)
             } else {
                 task.status.to_string()
             };
@@ -177,7 +185,10 @@ pub fn plan_map(
     for task in &plan.tasks {
         let failed = matches!(
             task.status,
-            TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Interrupted
+            TaskStatus::Failed
+                | TaskStatus::Cancelled
+                | TaskStatus::Interrupted
+                | TaskStatus::Conflicted
         );
         if failed && let Some(verdict) = &task.verdict {
             notes.push(format!(

@@ -12,6 +12,7 @@ pub mod log;
 pub mod plan;
 pub mod prompt;
 pub mod rearm;
+pub mod repair;
 pub mod retry;
 pub mod run;
 pub mod runners;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Prompt(args) => prompt::run(args, globals),
         Command::Runners(args) => runners::run(args, globals),
         Command::Handoff(args) => handoff::run(args, globals),
+        Command::Repair(args) => repair::run(args, globals),
     }
 }
 

@@ -12,11 +12,11 @@ use crate::harness::{Weft, read};
 /// One line of the fake agent's `record` file.
 #[derive(Debug, Clone)]
 pub struct Record {
-    event: String,
-    pid: u64,
-    task: String,
-    ts: u64,
-    prompt: String,
+    pub event: String,
+    pub pid: u64,
+    pub task: String,
+    pub ts: u64,
+    pub prompt: String,
 }
 
 /// The diamond: root → left, right → join → after, plus an independent side task.

@@ -228,6 +228,8 @@ fn a_run_that_landed_nothing_says_so() {
         "{}",
         run.stdout
     );
+    let status = weft.ok(&["status"]).stdout;
+    assert!(status.contains("completed (no changes)"), "{status}");
     let review = weft.ok(&["handoff", "review"]).stdout;
     assert!(review.contains("landed nothing"), "{review}");
     let merge = weft.fails(&["handoff", "merge", "--yes"], 1);
@@ -308,4 +310,93 @@ fn a_setup_command_replaces_linking_and_its_failure_fails_the_attempt() {
     );
     assert!(failed.stdout.contains("broken"), "{}", failed.stdout);
     assert_eq!(statuses(&weft)["needs-setup"], "failed");
+}
+
+/// The issue's whole story: two tasks edit the same lines → conflict → repair → land →
+/// handoff merge leaves the user's branch with all three tasks' work.
+#[test]
+fn conflict_then_repair_then_land_then_handoff_merge() {
+    let weft = Weft::with_agents();
+    weft.write("shared.txt", "original\n");
+    git(&weft, &["add", "-A"]);
+    git(
+        &weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "shared",
+        ],
+    );
+    let rec = weft.env.root().join("record.jsonl").display().to_string();
+    weft.write(
+        "plan.toml",
+        &format!("goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"fast\"\ntitle = \"Fast edit\"\nprompt = '''\n@fake write shared.txt from fast\\n\n@fake write a.txt a\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"slow\"\ntitle = \"Slow edit\"\nprompt = '''\n@fake record {rec}\n@fake sleep 0.6\n@fake write shared.txt from fast and slow\\n\n@fake write b.txt b\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"after\"\ntitle = \"After slow\"\ndependencies = [\"slow\"]\nprompt = '''\n@fake require b.txt\n@fake write c.txt c\n@fake marker\n'''\n"),
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.fails(&["run", "--isolated"], 1);
+    assert_eq!(statuses(&weft)["slow"], "conflicted");
+    assert_eq!(statuses(&weft)["after"], "blocked");
+    let not_conflicted = weft.fails(&["repair", "fast"], 1);
+    assert!(
+        not_conflicted
+            .stderr
+            .contains("only a conflicted task can be repaired"),
+        "{}",
+        not_conflicted.stderr
+    );
+
+    let repair = weft.ok(&["repair", "slow"]);
+    assert!(
+        repair.stdout.contains("gets one repair attempt"),
+        "{}",
+        repair.stdout
+    );
+    assert!(
+        repair.stdout.contains("released blocked tasks: after"),
+        "{}",
+        repair.stdout
+    );
+    let run = weft.ok(&["run", "--isolated"]);
+    assert!(
+        run.stdout
+            .contains("#2 Slow edit [claude-code] (attempt 2)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        statuses(&weft).values().all(|s| s == "completed"),
+        "{:?}",
+        statuses(&weft)
+    );
+    // The repair attempt was told what to resolve, before its marker paragraph.
+    let records = crate::engine::records(&weft);
+    let repair_prompt = &records
+        .iter()
+        .rev()
+        .find(|r| r.event == "start")
+        .unwrap()
+        .prompt;
+    let repair_at = repair_prompt.find("## Repair").expect("a repair section");
+    assert!(
+        repair_prompt[repair_at..].contains("resolve the conflicts in shared.txt"),
+        "{repair_prompt}"
+    );
+    assert!(repair_at < repair_prompt.find("When the task is fully done").unwrap());
+
+    weft.ok(&["handoff", "merge", "--yes"]);
+    for (file, text) in [
+        ("a.txt", "a"),
+        ("b.txt", "b"),
+        ("c.txt", "c"),
+        ("shared.txt", "from fast and slow\n"),
+    ] {
+        assert_eq!(read(&weft.work().join(file)), text, "{file}");
+    }
 }
