@@ -157,6 +157,9 @@ pub fn run(
     };
     store.set_plan_status(&plan_id, PlanStatus::Running, now())?;
     reconcile(&mut store, config, &plan_id, &run_id, on_event)?;
+    if let Some(iso) = &isolation {
+        finish_landings(&mut store, iso, &plan_id, &run_id, on_event)?;
+    }
     prepare_tasks(&mut store, config, &plan_id)?;
     let plan = store.plan(&plan_id)?;
     on_event(EngineEvent::RunStarted {
@@ -422,6 +425,95 @@ fn reconcile(
             task: attempt.task_id.clone(),
             attempt: attempt.id.clone(),
             killed_leftover: killed,
+        });
+    }
+    Ok(())
+}
+
+/// Passed attempts whose landing was journaled but never recorded (weft died in
+/// between): land them now. Landing is idempotent: work already merged is recognised.
+fn finish_landings(
+    store: &mut Store,
+    iso: &Isolation,
+    plan_id: &str,
+    run_id: &str,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(), EngineError> {
+    let plan = store.plan(plan_id)?;
+    for attempt in store.attempts_of_plan(plan_id)? {
+        let (Some(branch), Some(cut_from)) = (&attempt.branch, &attempt.cut_from) else {
+            continue;
+        };
+        if attempt.run_id != run_id
+            || attempt.status != AttemptStatus::Passed
+            || attempt.landing.is_some()
+        {
+            continue;
+        }
+        let Some(task) = plan.task(&attempt.task_id) else {
+            continue;
+        };
+        let Some(cut_from) = weft_git::Oid::parse(cut_from) else {
+            continue;
+        };
+        let cut = Cut {
+            path: attempt.worktree.clone().map(Into::into).unwrap_or_default(),
+            branch: branch.clone(),
+            cut_from,
+            links: Vec::new(),
+        };
+        let landing = iso
+            .land(&cut, task)
+            .unwrap_or_else(|e| weft_core::Landing::Conflicted {
+                files: Vec::new(),
+                detail: format!("landing failed: {e}"),
+            });
+        let landed = landing.is_landed();
+        if landed {
+            iso.drop_worktree(&cut.path);
+        }
+        let status = if landed {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Conflicted
+        };
+        store.save_attempt(
+            &Attempt {
+                landing: Some(landing),
+                ..attempt.clone()
+            },
+            Some((
+                "landing_finished",
+                json!({ "attempt": attempt.id, "task": task.id, "after_restart": true }),
+            )),
+            now(),
+        )?;
+        store.update_task(
+            plan_id,
+            &task.id,
+            &TaskUpdate {
+                status: Some(status),
+                verdict: Some(attempt.verdict.clone()),
+                ..TaskUpdate::default()
+            },
+            if landed {
+                "task_completed"
+            } else {
+                "task_failed"
+            },
+            json!({ "task": task.id, "status": status.as_str(), "after_restart": true }),
+            now(),
+        )?;
+        on_event(EngineEvent::TaskFinished {
+            order: task.order,
+            task: task.id.clone(),
+            title: task.title.clone(),
+            passed: landed,
+            status: status.to_string(),
+            reason: "its landing was finished after a restart".into(),
+            duration_ms: 0,
+            cost_usd: attempt.cost_usd,
+            denials: attempt.denials.len(),
         });
     }
     Ok(())
@@ -892,6 +984,21 @@ fn finish_attempt(
     let mut landing = None;
     let mut conflicted = false;
     if passed && let (Some(iso), Some(cut)) = (isolation, &running.cut) {
+        // Journal first: a passed attempt with no landing recorded is finished (landed) at
+        // the next start if weft dies before it can write the outcome below.
+        store.save_attempt(
+            &Attempt {
+                status: AttemptStatus::Passed,
+                ended_at: Some(now()),
+                verdict: Some(verdict.clone()),
+                ..running.attempt.clone()
+            },
+            Some((
+                "landing_started",
+                json!({ "attempt": running.attempt.id, "task": running.attempt.task_id, "branch": cut.branch }),
+            )),
+            now(),
+        )?;
         // A repair lands only when no conflict marker is left in the files it had to resolve.
         let markers_left = match &running.repair_files {
             Some(files) => iso

@@ -225,13 +225,16 @@ impl Isolation {
 
     /// Commit what the agent left uncommitted, then land its branch on the integration branch.
     pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
-        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
-        worktree
-            .commit_all(
-                &format!("weft: task {}: {}", task.order, task.title),
-                &cut.links,
-            )
-            .map_err(git_error)?;
+        // After a crash the worktree may already be gone; its branch holds the work then.
+        if cut.path.exists() {
+            let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
+            worktree
+                .commit_all(
+                    &format!("weft: task {}: {}", task.order, task.title),
+                    &cut.links,
+                )
+                .map_err(git_error)?;
+        }
         let message = format!("weft: land task {}: {}", task.order, task.title);
         let landing = self
             .repo

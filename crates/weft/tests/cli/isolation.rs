@@ -400,3 +400,61 @@ fn conflict_then_repair_then_land_then_handoff_merge() {
         assert_eq!(read(&weft.work().join(file)), text, "{file}");
     }
 }
+
+/// weft dies between judging a task and recording its landing: before the integration
+/// ref moved, or after. The next run finishes the landing without re-running the agent,
+/// and the ref is never left half-way.
+#[test]
+fn a_landing_interrupted_by_a_crash_is_finished_at_the_next_start() {
+    let weft = Weft::with_agents();
+    let rec = weft.env.root().join("record.jsonl").display().to_string();
+    weft.write(
+        "plan.toml",
+        &format!("goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Write app\"\nprompt = '''\nDo the app part.\n@fake record {rec}\n@fake write app.txt app\n@fake marker\n'''\n"),
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run", "--isolated"]);
+    let id = run_id(&weft);
+    let integration = format!("refs/heads/weft/{id}/integration");
+    let db = rusqlite::Connection::open(weft.db_path()).unwrap();
+    let base: String = db
+        .query_row("SELECT base_ref FROM runs WHERE id = ?1", [&id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+
+    let crash = |db: &rusqlite::Connection| {
+        db.execute_batch(
+            "UPDATE attempts SET landing = NULL; UPDATE tasks SET status = 'in_progress';",
+        )
+        .unwrap();
+    };
+
+    // Before the compare-and-swap: the ref is still at the base.
+    git(&weft, &["update-ref", &integration, &base]);
+    crash(&db);
+    let run = weft.ok(&["run", "--isolated"]);
+    assert!(
+        run.stdout
+            .contains("its landing was finished after a restart"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        git(&weft, &["show", &format!("{integration}:app.txt")]),
+        "app"
+    );
+    assert_eq!(statuses(&weft)["write-app"], "completed");
+
+    // After it: the ref already moved; nothing is merged twice.
+    let tip = git(&weft, &["rev-parse", &integration]).trim().to_owned();
+    crash(&db);
+    weft.ok(&["run", "--isolated"]);
+    assert_eq!(git(&weft, &["rev-parse", &integration]).trim(), tip);
+    assert_eq!(statuses(&weft)["write-app"], "completed");
+    let starts = crate::engine::records(&weft)
+        .iter()
+        .filter(|r| r.event == "start")
+        .count();
+    assert_eq!(starts, 1, "the agent ran again");
+}
