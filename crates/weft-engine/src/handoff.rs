@@ -170,10 +170,20 @@ impl Handoff {
             .repo
             .merge_into_checked_out(&self.integration_branch, &message)
             .map_err(git_error)?;
-        let mut lines = vec![format!(
-            "merged {} into your branch: {outcome:?}",
-            self.integration_branch
-        )];
+        let head = preflight
+            .head_branch
+            .clone()
+            .unwrap_or_else(|| "your branch".into());
+        let mut lines = vec![match outcome {
+            weft_git::MergeOutcome::Merged { commit, .. } => format!(
+                "merged {} into {head} as {}",
+                self.integration_branch,
+                commit.short()
+            ),
+            weft_git::MergeOutcome::UpToDate { .. } => {
+                format!("{head} already contains {}", self.integration_branch)
+            }
+        }];
         lines.extend(self.remove_everything(false)?);
         store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, now())?;
         store.record_event(

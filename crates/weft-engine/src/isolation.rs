@@ -70,6 +70,24 @@ fn linkable(root: &Path, patterns: &[String]) -> Vec<String> {
     names
 }
 
+/// Why `workspace` cannot run isolated (not a git repository, or no commits yet), if it
+/// cannot.
+pub fn isolation_unavailable(workspace: &Path) -> Option<String> {
+    match Git::new().open(workspace) {
+        Err(e) => Some(format!(
+            "{} is not a git repository ({e})",
+            workspace.display()
+        )),
+        Ok(repo) => match repo.head() {
+            Ok(Head::Unborn { branch }) => Some(format!(
+                "the repository has no commits yet (branch {branch} is unborn)"
+            )),
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        },
+    }
+}
+
 pub(crate) fn git_error(error: weft_git::GitError) -> EngineError {
     EngineError::Git(Box::new(error))
 }
@@ -99,7 +117,7 @@ impl Isolation {
                     detail: format!(
                         "the repository has no commits yet (branch {branch} is unborn)"
                     ),
-                    hint: "commit something first, or run without --isolated".into(),
+                    hint: "commit something first, or run with --without-isolation".into(),
                 });
             }
         };
@@ -113,7 +131,7 @@ impl Isolation {
                     shown.join(", "),
                     if more > 0 { format!(" and {more} more") } else { String::new() }
                 ),
-                hint: "commit or stash them first, or run without --isolated (tasks then share your checkout)".into(),
+                hint: "commit or stash them first, or run with --without-isolation (tasks then share your checkout)".into(),
             });
         }
         if existing_branch.is_some()

@@ -22,7 +22,7 @@ use weft_agents::manifest::Registry;
 
 pub use engine::{RunSummary, run};
 pub use error::EngineError;
-pub use isolation::Runnable;
+pub use isolation::{Runnable, isolation_unavailable};
 
 /// Everything the engine needs to know, resolved by the front end.
 #[derive(Debug)]

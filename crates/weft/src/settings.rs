@@ -65,6 +65,13 @@ pub const KEYS: &[Key] = &[
         check: duration,
     },
     Key {
+        name: "isolation",
+        env: "WEFT_ISOLATION",
+        default: "true",
+        about: "run each AI task in its own git worktree and land its work on weft/<run>/integration",
+        check: boolean,
+    },
+    Key {
         name: "links",
         env: "WEFT_LINKS",
         default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
@@ -230,6 +237,10 @@ impl Settings {
 
     pub fn parallel(&self) -> u32 {
         self.raw("parallel").parse().unwrap_or(3)
+    }
+
+    pub fn isolation(&self) -> bool {
+        parse_bool(self.raw("isolation")).unwrap_or(true)
     }
 
     pub fn halt_on_failure(&self) -> bool {

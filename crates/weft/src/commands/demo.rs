@@ -73,16 +73,36 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.short_id(),
         plan.tasks.len()
     ));
-    let config = ctx.engine_config(&plan.id, RunOptions::default())?;
+    let config = ctx.engine_config(
+        &plan.id,
+        RunOptions {
+            isolated: true,
+            ..RunOptions::default()
+        },
+    )?;
     let result = execute(&config, args.json);
-    let store = ctx.store_with_plans()?;
+    let mut store = ctx.store_with_plans()?;
+    if result.is_ok() {
+        // The demo repository is a throwaway: hand the run off into its branch at once.
+        let handoff = weft_engine::handoff::Handoff::open(
+            &store,
+            &plan.id,
+            &ctx.workspace.root,
+            &ctx.workspace.state_dir(),
+        )?;
+        let lines = handoff.merge(&mut store, &plan.id)?;
+        note(&format!(
+            "handoff: {}",
+            lines.first().map(String::as_str).unwrap_or("merged")
+        ));
+    }
     let plan = store.plan(&plan.id)?;
     let usage = usage_by_task(&store.attempts_of_plan(&plan.id)?);
     stdout(&styled(|out| {
         plan_map(out, &plan, ctx.settings.runner(), &usage)
     }))?;
     note(&format!(
-        "\nlook around with:\n  cd {}\n  weft status\n  weft log 3\n  weft prompt 3",
+        "\neach task ran in its own git worktree; its work landed on weft/<run>/integration and was merged into the demo's branch.\nlook around with:\n  cd {}\n  git log --graph --oneline\n  weft status\n  weft log 3\n  weft prompt 3",
         root.display()
     ));
     result

@@ -16,11 +16,14 @@ pub struct Args {
     /// Run failed and cancelled tasks again too (by default they stay as they are).
     #[arg(long)]
     pub retry_failed: bool,
-    /// Run each AI task in its own git worktree and branch, land passed work onto the
-    /// run's integration branch `weft/<run>/integration`, and run ops tasks against it
-    /// (end the run with `weft handoff`).
-    #[arg(long)]
+    /// Run each AI task in its own git worktree and branch and land passed work onto the
+    /// run's integration branch `weft/<run>/integration` (the default in a git repository;
+    /// end the run with `weft handoff`).
+    #[arg(long, conflicts_with = "without_isolation")]
     pub isolated: bool,
+    /// Run every task in your own checkout instead (no worktrees, no handoff).
+    #[arg(long)]
+    pub without_isolation: bool,
     /// Print one JSON object per event.
     #[arg(long)]
     pub json: bool,
@@ -31,16 +34,36 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let store = ctx.store_with_plans()?;
     let plan_id = ctx.plan_id(&store)?;
     drop(store);
+    let isolated = isolation_choice(&ctx, args.isolated, args.without_isolation)?;
     let config = ctx.engine_config(
         &plan_id,
         RunOptions {
-            isolated: args.isolated,
+            isolated,
             parallel: args.parallel,
             halt_on_failure: args.halt_on_failure,
             retry_failed: args.retry_failed,
         },
     )?;
     execute(&config, args.json)
+}
+
+/// Isolated unless asked otherwise (flag, then the `isolation` setting); a workspace that
+/// cannot isolate runs shared with a notice, unless isolation was asked for explicitly.
+pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<bool> {
+    if without || (!isolated && !ctx.settings.isolation()) {
+        return Ok(false);
+    }
+    match weft_engine::isolation_unavailable(&ctx.workspace.root) {
+        None => Ok(true),
+        Some(why) if isolated => Err(CliError::new(format!("cannot run isolated: {why}"))
+            .hint("commit something first, or run with --without-isolation")),
+        Some(why) => {
+            crate::render::note(&format!(
+                "note: running without isolation (tasks share this folder): {why}"
+            ));
+            Ok(false)
+        }
+    }
 }
 
 /// Run the engine with a renderer; fails unless every task completed or was skipped.

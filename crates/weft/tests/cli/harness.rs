@@ -97,6 +97,9 @@ impl Weft {
             joined.push(":");
             joined.push(path);
             command.env("PATH", joined);
+            // These engine tests exercise shared mode (tasks in the workspace itself);
+            // isolation tests ask for it with --isolated.
+            command.env("WEFT_ISOLATION", "false");
         }
         command
     }

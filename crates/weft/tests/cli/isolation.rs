@@ -458,3 +458,44 @@ fn a_landing_interrupted_by_a_crash_is_finished_at_the_next_start() {
         .count();
     assert_eq!(starts, 1, "the agent ran again");
 }
+
+#[test]
+fn runs_are_isolated_by_default_in_a_repository_and_shared_elsewhere() {
+    let weft = Weft::with_agents();
+    weft.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Write\"\nprompt = '''\n@fake write w.txt w\n@fake marker\n'''\n");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut command = weft.command(&["run"]);
+    command.env_remove("WEFT_ISOLATION");
+    let run = weft.run_command(&["run"], command);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("Landed as"), "{}", run.stdout);
+    assert!(!weft.work().join("w.txt").exists());
+    let id = run_id(&weft);
+    assert_eq!(
+        git(&weft, &["show", &format!("weft/{id}/integration:w.txt")]),
+        "w"
+    );
+
+    // Not a repository: shared mode, with a notice.
+    let bare = Weft::with_agents();
+    std::fs::remove_dir_all(bare.work().join(".git")).unwrap();
+    bare.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Write\"\nprompt = '''\n@fake write w.txt w\n@fake marker\n'''\n");
+    bare.ok(&["init"]);
+    bare.ok(&["plan", "--file", "plan.toml"]);
+    let mut command = bare.command(&["run"]);
+    command.env_remove("WEFT_ISOLATION");
+    let run = bare.run_command(&["run"], command);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("note: running without isolation"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(read(&bare.work().join("w.txt")), "w");
+    let forced = bare.fails(&["run", "--isolated", "--retry-failed"], 1);
+    assert!(
+        forced.stderr.contains("cannot run isolated"),
+        "{}",
+        forced.stderr
+    );
+}
