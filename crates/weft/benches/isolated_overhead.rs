@@ -12,7 +12,8 @@
 //!
 //! 1. `weft run --isolated --parallel 1` (wall clock, stdout and stderr drained); then
 //!    every task must be completed and the integration branch must hold every file.
-//! 2. `weft run --parallel 1` (shared mode) on the same plan; every file must be there.
+//! 2. `weft run --without-isolation --parallel 1` (shared mode: runs in a repository are
+//!    isolated by default) on the same plan; every file must be in the checkout.
 //! 3. The raw work, with the git CLI directly, 100 times in a row: `git worktree add -b`,
 //!    the `sh -c` agent writing its file, `git add -A`, `git commit`, `git merge-tree
 //!    --write-tree`, `git commit-tree`, `git update-ref` (compare-and-swap) and
@@ -139,13 +140,13 @@ fn main() {
         );
     }
     println!(
-        "run --parallel 1 (shared)                     wall median {}  ({} per task; runs: {})",
+        "run --without-isolation --parallel 1 (shared) wall median {}  ({} per task; runs: {})",
         ms(shared.median),
         ms2(per_task(shared.median)),
         shared.list()
     );
     println!(
-        "run --isolated --parallel 1                   wall median {}  ({} per task; runs: {})",
+        "run --isolated --parallel 1                  wall median {}  ({} per task; runs: {})",
         ms(isolated.median),
         ms2(per_task(isolated.median)),
         isolated.list()
@@ -155,13 +156,22 @@ fn main() {
     let shared_per_task = per_task(shared.median);
     let raw_per_task = per_task(raw.median);
     let ratio = isolated_per_task.as_secs_f64() / raw_per_task.as_secs_f64();
-    println!("isolated wall per task:                  {}", ms2(isolated_per_task));
-    println!("shared wall per task:                    {}", ms2(shared_per_task));
+    println!(
+        "isolated wall per task:                  {}",
+        ms2(isolated_per_task)
+    );
+    println!(
+        "shared wall per task:                    {}",
+        ms2(shared_per_task)
+    );
     println!(
         "isolation cost per task (isolated - shared): {}",
         signed_ms2(isolated_per_task, shared_per_task)
     );
-    println!("raw git + agent per task:                {}", ms2(raw_per_task));
+    println!(
+        "raw git + agent per task:                {}",
+        ms2(raw_per_task)
+    );
     println!(
         "ratio isolated / raw per task:           {} / {} = {ratio:.2}x",
         ms2(isolated_per_task),
@@ -195,14 +205,14 @@ enum Mode {
 impl Mode {
     fn args(self) -> &'static [&'static str] {
         match self {
-            Mode::Shared => &["run", "--parallel", "1"],
+            Mode::Shared => &["run", "--without-isolation", "--parallel", "1"],
             Mode::Isolated => &["run", "--isolated", "--parallel", "1"],
         }
     }
 
     fn name(self) -> &'static str {
         match self {
-            Mode::Shared => "run --parallel 1",
+            Mode::Shared => "run --without-isolation --parallel 1",
             Mode::Isolated => "run --isolated --parallel 1",
         }
     }
@@ -376,7 +386,11 @@ fn check_outcome(env: &Hermetic, tasks: usize, mode: Mode) {
             let refs = git_out(
                 env,
                 &work,
-                &["for-each-ref", "--format=%(refname:short)", "refs/heads/weft/"],
+                &[
+                    "for-each-ref",
+                    "--format=%(refname:short)",
+                    "refs/heads/weft/",
+                ],
             );
             let integration: Vec<&str> = refs
                 .lines()
@@ -392,7 +406,11 @@ fn check_outcome(env: &Hermetic, tasks: usize, mode: Mode) {
                     "a task wrote into the user's checkout"
                 );
             }
-            let dirty = git_out(env, &work, &["status", "--porcelain", "--untracked-files=no"]);
+            let dirty = git_out(
+                env,
+                &work,
+                &["status", "--porcelain", "--untracked-files=no"],
+            );
             assert!(dirty.is_empty(), "the user's checkout changed: {dirty}");
         }
     }
@@ -409,12 +427,21 @@ fn check_integration(env: &Hermetic, repo: &Path, integration: &str, tasks: usiz
             "{integration} lacks {file}:\n{tree}"
         );
     }
-    let content = git_out(env, repo, &["show", &format!("{integration}:{}", task_file(tasks))]);
+    let content = git_out(
+        env,
+        repo,
+        &["show", &format!("{integration}:{}", task_file(tasks))],
+    );
     assert_eq!(content, "x");
     let merges = git_out(
         env,
         repo,
-        &["rev-list", "--merges", "--count", &format!("main..{integration}")],
+        &[
+            "rev-list",
+            "--merges",
+            "--count",
+            &format!("main..{integration}"),
+        ],
     );
     assert_eq!(merges.trim(), tasks.to_string(), "one merge per task");
     let worktrees = git_out(env, repo, &["worktree", "list", "--porcelain"]);
@@ -477,7 +504,9 @@ fn raw_run(tasks: usize) -> Raw {
     let env = Hermetic::new();
     fresh_repo(&env);
     let repo = env.work();
-    let base = git_out(&env, &repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let base = git_out(&env, &repo, &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned();
     git_out(&env, &repo, &["branch", RAW_INTEGRATION, &base]);
     let integration_ref = format!("refs/heads/{RAW_INTEGRATION}");
     let worktrees = repo.join(".weft/worktrees/raw00001");
@@ -529,11 +558,7 @@ fn raw_run(tasks: usize) -> Raw {
         laps.lap(5);
         git_out(&env, &repo, &["update-ref", &integration_ref, &merge, &tip]);
         laps.lap(6);
-        git_out(
-            &env,
-            &repo,
-            &["worktree", "remove", "--force", path_text],
-        );
+        git_out(&env, &repo, &["worktree", "remove", "--force", path_text]);
         laps.lap(7);
         tip = merge;
     }
@@ -579,7 +604,11 @@ fn traced_run(plan: &str, tasks: usize, mode: Mode) {
     }
     let status = child.wait().expect("weft can be waited for");
     let wall = started.elapsed();
-    assert!(status.success(), "weft {} --json failed ({status})", mode.name());
+    assert!(
+        status.success(),
+        "weft {} --json failed ({status})",
+        mode.name()
+    );
     check_outcome(&env, tasks, mode);
     println!(
         "  {} --json: wall {}{}",

@@ -499,3 +499,90 @@ fn runs_are_isolated_by_default_in_a_repository_and_shared_elsewhere() {
         forced.stderr
     );
 }
+
+#[test]
+fn ops_tasks_run_against_the_landed_work_in_the_integration_checkout() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"make\"\ntitle = \"Make a\"\nprompt = '''\n@fake write a.txt a\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"check\"\ntitle = \"Check a\"\nkind = \"ops\"\ncommand = \"test -f a.txt && test ! -e .git/MERGE_HEAD\"\ndependencies = [\"make\"]\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run", "--isolated"]);
+    assert_eq!(statuses(&weft)["check"], "completed");
+    assert!(
+        !weft.work().join("a.txt").exists(),
+        "the ops task ran in the user's checkout"
+    );
+    let id = run_id(&weft);
+    assert!(
+        weft.work()
+            .join(format!(".weft/worktrees/{id}/integration/a.txt"))
+            .exists()
+    );
+}
+
+#[test]
+fn awkward_repositories_unborn_detached_spaces_and_deleted_worktrees() {
+    // No commits yet: isolation is refused when asked for.
+    let unborn = Weft::with_agents();
+    std::fs::remove_dir_all(unborn.work().join(".git")).unwrap();
+    git(&unborn, &["init", "-q", "-b", "main"]);
+    unborn.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"@fake marker\"\n");
+    unborn.ok(&["plan", "--file", "plan.toml"]);
+    let refused = unborn.fails(&["run", "--isolated"], 1);
+    assert!(
+        refused.stderr.contains("no commits yet"),
+        "{}",
+        refused.stderr
+    );
+
+    // A detached HEAD runs from its commit; the handoff merge refuses (nothing checked out
+    // to merge into) and changes nothing.
+    let detached = Weft::with_agents();
+    git(&detached, &["checkout", "-q", "--detach"]);
+    detached.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"T\"\nprompt = '''\n@fake write t.txt t\n@fake marker\n'''\n");
+    detached.ok(&["plan", "--file", "plan.toml"]);
+    detached.ok(&["run", "--isolated"]);
+    let head = git(&detached, &["rev-parse", "HEAD"]);
+    let merge = detached.fails(&["handoff", "merge", "--yes"], 1);
+    assert!(
+        merge.stderr.contains("merging") && merge.stderr.contains("refused"),
+        "{}",
+        merge.stderr
+    );
+    assert_eq!(git(&detached, &["rev-parse", "HEAD"]), head);
+
+    // An agent that deletes its own worktree: weft lands what its branch holds and goes on.
+    let deleter = Weft::with_agents();
+    deleter.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Self destruct\"\nprompt = '''\n@fake run rm -rf \"$PWD\"\n@fake marker\n'''\n");
+    deleter.ok(&["plan", "--file", "plan.toml"]);
+    deleter.ok(&["run", "--isolated"]);
+    assert!(
+        deleter
+            .ok(&["status"])
+            .stdout
+            .contains("completed (no changes)")
+    );
+    deleter.ok(&["handoff", "cleanup"]);
+
+    // A workspace whose path has spaces and non-ASCII characters.
+    let spaced = Weft::with_agents();
+    let dir = spaced.work().join("my wörk späce");
+    std::fs::create_dir_all(&dir).unwrap();
+    weft_testkit::TestRepo::init(&dir, &spaced.env);
+    spaced.write("my wörk späce/plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Über task\"\nprompt = '''\n@fake write ü.txt ü\n@fake marker\n'''\n");
+    let workspace = dir.to_str().unwrap();
+    spaced.ok(&[
+        "--workspace",
+        workspace,
+        "plan",
+        "--file",
+        dir.join("plan.toml").to_str().unwrap(),
+    ]);
+    spaced.ok(&["--workspace", workspace, "run", "--isolated"]);
+    spaced.ok(&["--workspace", workspace, "handoff", "merge", "--yes"]);
+    assert_eq!(read(&dir.join("ü.txt")), "ü");
+}
