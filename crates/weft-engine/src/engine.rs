@@ -135,13 +135,24 @@ pub fn run(
         })?;
     }
 
+    let mut stash = None;
     let isolation = if config.isolated {
-        let (isolation, base) = Isolation::prepare(
+        let (isolation, base, stashed) = Isolation::prepare(
             &config.workspace,
             &config.state_dir,
             &run_id,
             claimed.run.integration_branch.as_deref(),
+            config.stash,
         )?;
+        if let Some(stash) = &stashed {
+            on_event(EngineEvent::Notice {
+                text: format!(
+                    "stashed your uncommitted changes as {}; they come back when the run ends",
+                    stash.short()
+                ),
+            });
+        }
+        stash = stashed;
         if let Some(base) = base {
             store.set_run_refs(
                 &run_id,
@@ -355,6 +366,11 @@ pub fn run(
         }
     }
 
+    if let (Some(iso), Some(stash)) = (&isolation, &stash) {
+        on_event(EngineEvent::Notice {
+            text: iso.restore_stash(stash),
+        });
+    }
     finish(&mut store, &plan_id, &run_id, stopping, on_event)
 }
 

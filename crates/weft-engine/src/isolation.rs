@@ -100,7 +100,8 @@ impl Isolation {
         state_dir: &Path,
         run_id: &str,
         existing_branch: Option<&str>,
-    ) -> Result<(Isolation, Option<Oid>), EngineError> {
+        stash: bool,
+    ) -> Result<(Isolation, Option<Oid>, Option<Oid>), EngineError> {
         let repo = Git::new().open(workspace).map_err(git_error)?;
         let integration_branch = format!("weft/{run_id}/integration");
         let worktrees = state_dir.join("worktrees").join(run_id);
@@ -122,7 +123,13 @@ impl Isolation {
             }
         };
         let dirty = isolation.repo.tracked_changes().map_err(git_error)?;
-        if !dirty.is_empty() {
+        let mut stashed = None;
+        if !dirty.is_empty() && stash {
+            stashed = isolation
+                .repo
+                .stash_push(&format!("weft: stashed for run {run_id}"))
+                .map_err(git_error)?;
+        } else if !dirty.is_empty() {
             let shown: Vec<&str> = dirty.iter().take(10).map(String::as_str).collect();
             let more = dirty.len().saturating_sub(10);
             return Err(EngineError::Isolation {
@@ -131,7 +138,7 @@ impl Isolation {
                     shown.join(", "),
                     if more > 0 { format!(" and {more} more") } else { String::new() }
                 ),
-                hint: "commit or stash them first, or run with --without-isolation (tasks then share your checkout)".into(),
+                hint: "commit them, or run with --stash (they are restored when the run ends) or --without-isolation (tasks then share your checkout)".into(),
             });
         }
         if existing_branch.is_some()
@@ -140,13 +147,13 @@ impl Isolation {
                 .branch_exists(&integration_branch)
                 .map_err(git_error)?
         {
-            return Ok((isolation, None));
+            return Ok((isolation, None, stashed));
         }
         isolation
             .repo
             .create_branch(&integration_branch, &base)
             .map_err(git_error)?;
-        Ok((isolation, Some(base)))
+        Ok((isolation, Some(base), stashed))
     }
 
     pub fn integration_ref(&self) -> String {
@@ -300,6 +307,22 @@ impl Isolation {
     pub fn markers_left(&self, cut: &Cut, files: &[String]) -> Result<Vec<String>, EngineError> {
         let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
         worktree.conflict_markers_in(files).map_err(git_error)
+    }
+
+    /// Put back what `--stash` set aside; a conflict keeps the stash and says so.
+    pub fn restore_stash(&self, stash: &Oid) -> String {
+        match self.repo.stash_restore(stash) {
+            Ok(weft_git::StashRestore::Restored) => "your stashed changes are restored".to_owned(),
+            Ok(weft_git::StashRestore::Conflicted { files }) => format!(
+                "restoring your stashed changes conflicted in {}; the stash {} is kept (`git stash list`)",
+                files.join(", "),
+                stash.short()
+            ),
+            Err(e) => format!(
+                "could not restore your stashed changes ({e}); they are kept in `git stash list` as {}",
+                stash.short()
+            ),
+        }
     }
 
     /// Remove a landed attempt's worktree (its branch stays until handoff).

@@ -34,6 +34,9 @@ pub struct EngineConfig {
     pub isolated: bool,
     /// How isolated worktrees are made runnable.
     pub runnable: Runnable,
+    /// Stash uncommitted changes to tracked files at the start of an isolated run and
+    /// restore them when it ends (instead of refusing to run).
+    pub stash: bool,
     /// `<workspace>/.weft`.
     pub state_dir: PathBuf,
     pub plan_id: String,
@@ -124,6 +127,10 @@ pub enum EngineEvent {
     },
     /// Nothing happened for one poll interval (lets a live display refresh its clocks).
     Tick,
+    /// Something the user should know that is not about one task.
+    Notice {
+        text: String,
+    },
     RunEnded {
         run: String,
         status: String,

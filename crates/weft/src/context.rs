@@ -152,6 +152,7 @@ impl Ctx {
             workspace: self.workspace.root.clone(),
             isolated: run.isolated,
             runnable: self.settings.runnable(),
+            stash: run.stash,
             state_dir: self.workspace.state_dir(),
             plan_id: plan_id.to_owned(),
             parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,
@@ -178,6 +179,7 @@ impl Ctx {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOptions {
     pub isolated: bool,
+    pub stash: bool,
     pub parallel: Option<u32>,
     pub halt_on_failure: bool,
     pub retry_failed: bool,

@@ -143,6 +143,7 @@ pub fn plain_line(event: &EngineEvent) -> Option<String> {
             }
             line
         }
+        EngineEvent::Notice { text } => format!("note: {text}"),
         EngineEvent::TaskActivity { .. } | EngineEvent::TaskIdle { .. } | EngineEvent::Tick => {
             return None;
         }

@@ -24,6 +24,10 @@ pub struct Args {
     /// Run every task in your own checkout instead (no worktrees, no handoff).
     #[arg(long)]
     pub without_isolation: bool,
+    /// Stash uncommitted changes to tracked files for the run and restore them after it
+    /// (they would otherwise hold an isolated run).
+    #[arg(long, conflicts_with = "without_isolation")]
+    pub stash: bool,
     /// Print one JSON object per event.
     #[arg(long)]
     pub json: bool,
@@ -39,6 +43,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         &plan_id,
         RunOptions {
             isolated,
+            stash: args.stash,
             parallel: args.parallel,
             halt_on_failure: args.halt_on_failure,
             retry_failed: args.retry_failed,

@@ -202,12 +202,32 @@ fn a_dirty_checkout_holds_an_isolated_run_and_shared_runs_have_no_handoff() {
         held.stderr
     );
     assert!(
-        held.stderr.contains("hint: commit or stash them first"),
+        held.stderr.contains("hint: commit them, or run with --stash"),
         "{}",
         held.stderr
     );
     assert!(statuses(&weft).values().all(|s| s == "pending"));
-    weft.ok(&["run"]);
+    // --stash sets the edit aside for the run and puts it back at the end.
+    let stashed = weft.ok(&["run", "--isolated", "--stash"]);
+    assert!(
+        stashed
+            .stdout
+            .contains("note: stashed your uncommitted changes"),
+        "{}",
+        stashed.stdout
+    );
+    assert!(
+        stashed
+            .stdout
+            .contains("note: your stashed changes are restored"),
+        "{}",
+        stashed.stdout
+    );
+    assert_eq!(read(&weft.work().join("README.md")), "edited\n");
+    assert!(statuses(&weft).values().all(|s| s == "completed"));
+    weft.ok(&["handoff", "discard", "--yes"]);
+    weft.ok(&["plan", "--file", "diamond.toml"]);
+    weft.ok(&["run", "--without-isolation"]);
     let no_handoff = weft.fails(&["handoff", "review"], 1);
     assert!(
         no_handoff.stderr.contains("was not isolated"),
