@@ -350,6 +350,7 @@ fn update(plan: &mut Plan, reference: &str, changes: &TaskChanges) -> Result<App
     }
     if let Some(steps) = &changes.steps {
         task.steps = steps.clone();
+        task.steps_done.clear();
         fields.push("steps");
     }
     if let Some(checks) = &changes.checks {

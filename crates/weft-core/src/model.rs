@@ -210,6 +210,8 @@ pub struct Task {
     pub command: Option<String>,
     /// Manual tasks only.
     pub steps: Vec<String>,
+    /// Which steps (0-based) a person has ticked off.
+    pub steps_done: Vec<usize>,
     pub checks: Vec<String>,
     pub status: TaskStatus,
     pub hold: bool,
@@ -234,6 +236,7 @@ impl Task {
             kind: TaskKind::Ai,
             command: None,
             steps: Vec::new(),
+            steps_done: Vec::new(),
             checks: Vec::new(),
             status: TaskStatus::Pending,
             hold: false,

@@ -490,3 +490,161 @@ pub fn stop(store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineErr
         )],
     })
 }
+
+/// A manual task's checklist, and where to do it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManualView {
+    pub order: u32,
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// Each step and whether it is ticked.
+    pub steps: Vec<(String, bool)>,
+    /// The run's integration checkout (isolated runs): the work the steps are about.
+    pub checkout: Option<std::path::PathBuf>,
+    /// Why it cannot be ticked off yet, if it cannot.
+    pub waiting_on: Option<String>,
+}
+
+fn manual_target(
+    store: &Store,
+    plan_id: &str,
+    reference: &str,
+) -> Result<(Plan, usize), EngineError> {
+    let plan = store.plan(plan_id)?;
+    let index = resolve_task_ref(&plan.tasks, reference)?;
+    if plan.tasks[index].kind != weft_core::TaskKind::Manual {
+        let task = &plan.tasks[index];
+        return Err(EngineError::WrongStatus {
+            order: task.order,
+            task: task.id.clone(),
+            status: task.status,
+            why: "only a manual task has steps to tick",
+        });
+    }
+    Ok((plan, index))
+}
+
+/// What blocks ticking: anything but "a person is needed" (dependencies not landed, hold).
+fn manual_blocker(plan: &Plan, index: usize) -> Option<String> {
+    match weft_core::schedule::readiness(plan, index, &|t| t.status == TaskStatus::Completed) {
+        Err(weft_core::schedule::Blocker::NeedsPerson) | Ok(()) => None,
+        Err(weft_core::schedule::Blocker::NotWaiting(TaskStatus::Completed)) => None,
+        Err(blocker) => Some(blocker.to_string()),
+    }
+}
+
+/// `weft manual N`: the checklist, with the integration checkout moved to the current tip.
+pub fn manual_view(
+    store: &Store,
+    plan_id: &str,
+    reference: &str,
+    workspace: &std::path::Path,
+    state_dir: &std::path::Path,
+) -> Result<ManualView, EngineError> {
+    let (plan, index) = manual_target(store, plan_id, reference)?;
+    let task = &plan.tasks[index];
+    let checkout = match store.open_run(plan_id)? {
+        Some(run) if run.integration_branch.is_some() => Some(
+            crate::isolation::Isolation::existing(workspace, state_dir, &run.id)?
+                .integration_checkout()?,
+        ),
+        _ => None,
+    };
+    Ok(ManualView {
+        order: task.order,
+        id: task.id.clone(),
+        title: task.title.clone(),
+        status: task.status,
+        steps: task
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), task.steps_done.contains(&i)))
+            .collect(),
+        checkout,
+        waiting_on: manual_blocker(&plan, index),
+    })
+}
+
+/// `weft manual N --done [STEP]`: tick one step (1-based) or all; the task completes when
+/// every step is ticked.
+pub fn manual_tick(
+    store: &mut Store,
+    plan_id: &str,
+    reference: &str,
+    step: Option<usize>,
+) -> Result<ControlReport, EngineError> {
+    let (plan, index) = manual_target(store, plan_id, reference)?;
+    let task = plan.tasks[index].clone();
+    if task.status == TaskStatus::Completed {
+        return Err(EngineError::WrongStatus {
+            order: task.order,
+            task: task.id,
+            status: task.status,
+            why: "it is already complete",
+        });
+    }
+    if let Some(blocker) = manual_blocker(&plan, index) {
+        return Err(EngineError::Isolation {
+            detail: format!(
+                "task #{} {:?} cannot be ticked off yet: {blocker}",
+                task.order, task.id
+            ),
+            hint: "its dependencies must complete (and land) first".into(),
+        });
+    }
+    let count = task.steps.len().max(1);
+    let ticked: Vec<usize> = match step {
+        Some(n) if (1..=count).contains(&n) => vec![n - 1],
+        Some(n) => {
+            return Err(EngineError::WrongStatus {
+                order: task.order,
+                task: task.id,
+                status: task.status,
+                why: if n == 0 {
+                    "steps are numbered from 1"
+                } else {
+                    "it has no step with that number"
+                },
+            });
+        }
+        None => (0..count).collect(),
+    };
+    let task_id = task.id.clone();
+    let (next, done) = store.update_plan(plan_id, now(), |plan| {
+        let mut next = plan.clone();
+        let t = &mut next.tasks[index];
+        for i in &ticked {
+            if !t.steps_done.contains(i) {
+                t.steps_done.push(*i);
+            }
+        }
+        t.steps_done.sort_unstable();
+        let done = t.steps_done.len() >= count;
+        if done {
+            t.status = TaskStatus::Completed;
+            let mut verdict = marked_complete(now());
+            verdict.reason = format!("Passed: a person ticked off all {count} step(s).");
+            t.verdict = Some(verdict);
+        }
+        Ok((
+            next,
+            "manual_steps_ticked",
+            json!({ "task": task_id, "steps": ticked, "completed": done }),
+            done,
+        ))
+    })?;
+    let t = &next.tasks[index];
+    let mut lines = vec![format!(
+        "task #{} {:?}: {} of {count} step(s) ticked",
+        t.order,
+        t.id,
+        t.steps_done.len().min(count)
+    )];
+    if done {
+        lines.push("all steps are ticked: the task is complete".into());
+        lines.extend(released_line(&release_blocked(store, plan_id, &t.id)?));
+    }
+    Ok(ControlReport { lines })
+}

@@ -156,6 +156,22 @@ impl Isolation {
         Ok((isolation, Some(base), stashed))
     }
 
+    /// The isolation of a run that already has its integration branch (for commands that
+    /// run outside the engine, like `weft manual`).
+    pub fn existing(
+        workspace: &Path,
+        state_dir: &Path,
+        run_id: &str,
+    ) -> Result<Isolation, EngineError> {
+        let repo = Git::new().open(workspace).map_err(git_error)?;
+        Ok(Isolation {
+            repo,
+            run_id: run_id.to_owned(),
+            integration_branch: format!("weft/{run_id}/integration"),
+            worktrees: state_dir.join("worktrees").join(run_id),
+        })
+    }
+
     pub fn integration_ref(&self) -> String {
         branch_ref(&self.integration_branch)
     }

@@ -127,6 +127,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE attempts ADD COLUMN cut_from TEXT;
     ALTER TABLE attempts ADD COLUMN landing TEXT;
     "#,
+    // 4: the steps of a manual task a person has ticked off.
+    r#"
+    ALTER TABLE tasks ADD COLUMN steps_done TEXT NOT NULL DEFAULT '[]';
+    "#,
 ];
 
 /// The SQL of every migration, oldest first (for tests that build old databases).

@@ -54,8 +54,9 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
     conn.execute("DELETE FROM tasks WHERE plan_id = ?1", [&plan.id])?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO tasks (plan_id, id, position, title, description, prompt, runner, model,
-                            effort, mode, kind, command, steps, checks, status, hold, verdict, output)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                            effort, mode, kind, command, steps, checks, status, hold, verdict, output,
+                            steps_done)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     )?;
     for task in &plan.tasks {
         insert.execute(params![
@@ -77,6 +78,7 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
             task.hold,
             task.verdict.as_ref().map(to_json),
             task.output.as_ref().map(to_json),
+            to_json(&task.steps_done),
         ])?;
     }
     let mut insert_dependency = conn.prepare_cached(
@@ -136,7 +138,7 @@ pub(crate) fn load_plan(conn: &Connection, id: &str) -> rusqlite::Result<Option<
 
     let mut select_tasks = conn.prepare_cached(
         "SELECT id, position, title, description, prompt, runner, model, effort, mode, kind,
-                command, steps, checks, status, hold, verdict, output
+                command, steps, checks, status, hold, verdict, output, steps_done
          FROM tasks WHERE plan_id = ?1 ORDER BY position",
     )?;
     let mut tasks = Vec::new();
@@ -149,6 +151,7 @@ pub(crate) fn load_plan(conn: &Connection, id: &str) -> rusqlite::Result<Option<
         let status: String = row.get(13)?;
         let verdict: Option<String> = row.get(15)?;
         let output: Option<String> = row.get(16)?;
+        let steps_done: String = row.get(17)?;
         let parsed = (|| -> Checked<Task> {
             let mut task = Task::new(
                 id.clone(),
@@ -164,6 +167,7 @@ pub(crate) fn load_plan(conn: &Connection, id: &str) -> rusqlite::Result<Option<
             task.kind = parse_status(&kind, TaskKind::parse, "task kind")?;
             task.command = row.get(10).map_err(|e| e.to_string())?;
             task.steps = parse_json(&steps, "steps list", &id)?;
+            task.steps_done = parse_json(&steps_done, "ticked steps", &id)?;
             task.checks = parse_json(&checks, "checks list", &id)?;
             task.status = parse_status(&status, TaskStatus::parse, "task status")?;
             task.hold = row.get(14).map_err(|e| e.to_string())?;

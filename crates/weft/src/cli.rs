@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    cancel, complete, config, demo, force_start, handoff, init, log, plan, prompt, rearm, repair,
-    retry, run, runners, sessions, skip, status, stop, task, uncomplete,
+    cancel, complete, config, demo, force_start, handoff, init, log, manual, plan, prompt, rearm,
+    repair, retry, run, runners, sessions, skip, status, stop, task, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -79,4 +79,6 @@ pub enum Command {
     Handoff(handoff::Args),
     /// Give a conflicted task one repair attempt (isolated runs).
     Repair(repair::Args),
+    /// Show a manual task's checklist and where to do it; tick steps with --done.
+    Manual(manual::Args),
 }

@@ -115,7 +115,9 @@ pub fn plain_line(event: &EngineEvent) -> Option<String> {
             format!("halting: {by:?} failed and halt_on_failure is set; running tasks finish")
         }
         EngineEvent::WaitingForPerson { order, title, .. } => {
-            format!("… #{order} {title} is a manual task: tick it off with `weft complete {order}`")
+            format!(
+                "… #{order} {title} is a manual task: see its steps with `weft manual {order}` and tick them with `weft manual {order} --done`"
+            )
         }
         EngineEvent::ControlHandled { request, task } => match task {
             Some(task) => format!("control: {request} {task:?}"),

@@ -9,6 +9,7 @@ pub mod force_start;
 pub mod handoff;
 pub mod init;
 pub mod log;
+pub mod manual;
 pub mod plan;
 pub mod prompt;
 pub mod rearm;
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Runners(args) => runners::run(args, globals),
         Command::Handoff(args) => handoff::run(args, globals),
         Command::Repair(args) => repair::run(args, globals),
+        Command::Manual(args) => manual::run(args, globals),
     }
 }
 

@@ -202,7 +202,8 @@ fn a_dirty_checkout_holds_an_isolated_run_and_shared_runs_have_no_handoff() {
         held.stderr
     );
     assert!(
-        held.stderr.contains("hint: commit them, or run with --stash"),
+        held.stderr
+            .contains("hint: commit them, or run with --stash"),
         "{}",
         held.stderr
     );
@@ -605,4 +606,84 @@ fn awkward_repositories_unborn_detached_spaces_and_deleted_worktrees() {
     spaced.ok(&["--workspace", workspace, "run", "--isolated"]);
     spaced.ok(&["--workspace", workspace, "handoff", "merge", "--yes"]);
     assert_eq!(read(&dir.join("ü.txt")), "ü");
+}
+
+#[test]
+fn manual_tasks_wait_behind_the_merge_gate_and_complete_when_every_step_is_ticked() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"build\"\ntitle = \"Build a\"\nprompt = '''\n@fake write a.txt a\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"review\"\ntitle = \"Review a\"\nkind = \"manual\"\nsteps = [\"Read a.txt\", \"Sign off\"]\ndependencies = [\"build\"]\n\
+         [[tasks]]\nid = \"ship\"\ntitle = \"Ship\"\ndependencies = [\"review\"]\nprompt = \"@fake marker\"\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let early = weft.fails(&["manual", "review", "--done"], 1);
+    assert!(
+        early.stderr.contains("cannot be ticked off yet"),
+        "{}",
+        early.stderr
+    );
+    let not_manual = weft.fails(&["manual", "build"], 1);
+    assert!(
+        not_manual
+            .stderr
+            .contains("only a manual task has steps to tick"),
+        "{}",
+        not_manual.stderr
+    );
+
+    let run = weft.fails(&["run", "--isolated"], 1);
+    assert!(
+        run.stdout
+            .contains("#2 Review a is a manual task: see its steps with `weft manual 2`"),
+        "{}",
+        run.stdout
+    );
+    let view = weft.ok(&["manual", "review"]).stdout;
+    assert!(
+        view.contains("[ ] 1. Read a.txt") && view.contains("[ ] 2. Sign off"),
+        "{view}"
+    );
+    let id = run_id(&weft);
+    let checkout = weft
+        .work()
+        .join(format!(".weft/worktrees/{id}/integration"));
+    assert!(view.contains(&checkout.display().to_string()), "{view}");
+    assert_eq!(
+        read(&checkout.join("a.txt")),
+        "a",
+        "the checkout holds the landed work"
+    );
+
+    let one = weft.ok(&["manual", "review", "--done", "1"]);
+    assert!(
+        one.stdout.contains("1 of 2 step(s) ticked"),
+        "{}",
+        one.stdout
+    );
+    assert!(
+        weft.ok(&["manual", "review"])
+            .stdout
+            .contains("[x] 1. Read a.txt")
+    );
+    let bad = weft.fails(&["manual", "review", "--done", "5"], 1);
+    assert!(
+        bad.stderr.contains("it has no step with that number"),
+        "{}",
+        bad.stderr
+    );
+    let all = weft.ok(&["manual", "review", "--done", "2"]);
+    assert!(
+        all.stdout.contains("the task is complete"),
+        "{}",
+        all.stdout
+    );
+    weft.ok(&["run", "--isolated"]);
+    assert!(
+        statuses(&weft).values().all(|s| s == "completed"),
+        "{:?}",
+        statuses(&weft)
+    );
 }
