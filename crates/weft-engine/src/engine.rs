@@ -169,7 +169,14 @@ pub fn run(
     store.set_plan_status(&plan_id, PlanStatus::Running, now())?;
     reconcile(&mut store, config, &plan_id, &run_id, on_event)?;
     if let Some(iso) = &isolation {
-        finish_landings(&mut store, iso, &plan_id, &run_id, on_event)?;
+        finish_landings(
+            &mut store,
+            iso,
+            &plan_id,
+            &run_id,
+            config.keep_worktrees,
+            on_event,
+        )?;
     }
     prepare_tasks(&mut store, config, &plan_id)?;
     let plan = store.plan(&plan_id)?;
@@ -453,6 +460,7 @@ fn finish_landings(
     iso: &Isolation,
     plan_id: &str,
     run_id: &str,
+    keep_worktrees: bool,
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(), EngineError> {
     let plan = store.plan(plan_id)?;
@@ -485,7 +493,7 @@ fn finish_landings(
                 detail: format!("landing failed: {e}"),
             });
         let landed = landing.is_landed();
-        if landed {
+        if landed && !keep_worktrees {
             iso.drop_worktree(&cut.path);
         }
         let status = if landed {
@@ -1039,13 +1047,17 @@ fn finish_attempt(
                 verdict
                     .reason
                     .push_str(&format!(" Landed as {}.", &merge[..merge.len().min(12)]));
-                iso.drop_worktree(&cut.path);
+                if !config.keep_worktrees {
+                    iso.drop_worktree(&cut.path);
+                }
             }
             weft_core::Landing::NoChanges => {
                 verdict
                     .reason
                     .push_str(" It changed nothing, so nothing was landed.");
-                iso.drop_worktree(&cut.path);
+                if !config.keep_worktrees {
+                    iso.drop_worktree(&cut.path);
+                }
             }
             weft_core::Landing::Conflicted { files, detail } => {
                 conflicted = true;

@@ -37,6 +37,8 @@ pub struct EngineConfig {
     /// Stash uncommitted changes to tracked files at the start of an isolated run and
     /// restore them when it ends (instead of refusing to run).
     pub stash: bool,
+    /// Keep a task's worktree after its work landed.
+    pub keep_worktrees: bool,
     /// `<workspace>/.weft`.
     pub state_dir: PathBuf,
     pub plan_id: String,

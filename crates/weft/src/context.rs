@@ -153,6 +153,7 @@ impl Ctx {
             isolated: run.isolated,
             runnable: self.settings.runnable(),
             stash: run.stash,
+            keep_worktrees: self.settings.keep_worktrees(),
             state_dir: self.workspace.state_dir(),
             plan_id: plan_id.to_owned(),
             parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,

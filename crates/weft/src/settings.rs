@@ -72,6 +72,13 @@ pub const KEYS: &[Key] = &[
         check: boolean,
     },
     Key {
+        name: "keep_worktrees",
+        env: "WEFT_KEEP_WORKTREES",
+        default: "false",
+        about: "keep a task's worktree after its work landed (failed and conflicted ones are always kept)",
+        check: boolean,
+    },
+    Key {
         name: "links",
         env: "WEFT_LINKS",
         default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
@@ -241,6 +248,10 @@ impl Settings {
 
     pub fn isolation(&self) -> bool {
         parse_bool(self.raw("isolation")).unwrap_or(true)
+    }
+
+    pub fn keep_worktrees(&self) -> bool {
+        parse_bool(self.raw("keep_worktrees")).unwrap_or(false)
     }
 
     pub fn halt_on_failure(&self) -> bool {

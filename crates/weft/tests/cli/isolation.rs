@@ -687,3 +687,32 @@ fn manual_tasks_wait_behind_the_merge_gate_and_complete_when_every_step_is_ticke
         statuses(&weft)
     );
 }
+
+#[test]
+fn landed_worktrees_are_kept_when_asked() {
+    let weft = Weft::with_agents();
+    weft.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Keep me\"\nprompt = '''\n@fake write k.txt k\n@fake marker\n'''\n");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["-c", "keep_worktrees=true", "run", "--isolated"]);
+    let id = run_id(&weft);
+    assert_eq!(
+        read(
+            &weft
+                .work()
+                .join(format!(".weft/worktrees/{id}/1-keep-me/k.txt"))
+        ),
+        "k"
+    );
+    let cleanup = weft.ok(&["handoff", "cleanup"]);
+    assert!(
+        cleanup.stdout.contains("removed 1 worktree(s)"),
+        "{}",
+        cleanup.stdout
+    );
+    assert!(
+        !weft
+            .work()
+            .join(format!(".weft/worktrees/{id}/1-keep-me"))
+            .exists()
+    );
+}
