@@ -207,7 +207,7 @@ pub(crate) fn start(
     };
     let forward = to_engine.clone();
     let id = attempt_id.to_owned();
-    std::thread::Builder::new()
+    let forwarder = std::thread::Builder::new()
         .name(format!("weft-events-{id}"))
         .spawn(move || {
             for event in events_rx {
@@ -228,6 +228,8 @@ pub(crate) fn start(
         .name(format!("weft-wait-{id}"))
         .spawn(move || {
             let outcome = supervised.wait();
+            // Every event the attempt produced reaches the engine before its end does.
+            let _ = forwarder.join();
             let agent_passed = !outcome.timed_out
                 && !outcome.cancelled
                 && if checks.receives_marker {

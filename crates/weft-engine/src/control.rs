@@ -541,12 +541,13 @@ pub fn manual_view(
     reference: &str,
     workspace: &std::path::Path,
     state_dir: &std::path::Path,
+    repos: &[String],
 ) -> Result<ManualView, EngineError> {
     let (plan, index) = manual_target(store, plan_id, reference)?;
     let task = &plan.tasks[index];
     let checkout = match store.open_run(plan_id)? {
         Some(run) if run.integration_branch.is_some() => Some(
-            crate::isolation::Isolation::existing(workspace, state_dir, &run.id)?
+            crate::isolation::Isolation::existing(workspace, state_dir, repos, &run.id)?
                 .integration_checkout()?,
         ),
         _ => None,

@@ -135,16 +135,17 @@ pub fn run(
         })?;
     }
 
-    let mut stash = None;
+    let mut stashes = Vec::new();
     let isolation = if config.isolated {
-        let (isolation, base, stashed) = Isolation::prepare(
+        let prepared = Isolation::prepare(
             &config.workspace,
             &config.state_dir,
+            &config.repos,
             &run_id,
             claimed.run.integration_branch.as_deref(),
             config.stash,
         )?;
-        if let Some(stash) = &stashed {
+        for (_, stash) in &prepared.stashes {
             on_event(EngineEvent::Notice {
                 text: format!(
                     "stashed your uncommitted changes as {}; they come back when the run ends",
@@ -152,12 +153,13 @@ pub fn run(
                 ),
             });
         }
-        stash = stashed;
-        if let Some(base) = base {
+        stashes = prepared.stashes;
+        let isolation = prepared.isolation;
+        if let Some(base) = prepared.base {
             store.set_run_refs(
                 &run_id,
                 &plan_id,
-                base.as_str(),
+                &base,
                 &isolation.integration_branch,
                 now(),
             )?;
@@ -373,10 +375,10 @@ pub fn run(
         }
     }
 
-    if let (Some(iso), Some(stash)) = (&isolation, &stash) {
-        on_event(EngineEvent::Notice {
-            text: iso.restore_stash(stash),
-        });
+    if let Some(iso) = &isolation {
+        for text in iso.restore_stashes(&stashes) {
+            on_event(EngineEvent::Notice { text });
+        }
     }
     finish(&mut store, &plan_id, &run_id, stopping, on_event)
 }
@@ -477,14 +479,10 @@ fn finish_landings(
         let Some(task) = plan.task(&attempt.task_id) else {
             continue;
         };
-        let Some(cut_from) = weft_git::Oid::parse(cut_from) else {
+        let folder: std::path::PathBuf =
+            attempt.worktree.clone().map(Into::into).unwrap_or_default();
+        let Some(cut) = iso.recorded_cut(&folder, branch, cut_from) else {
             continue;
-        };
-        let cut = Cut {
-            path: attempt.worktree.clone().map(Into::into).unwrap_or_default(),
-            branch: branch.clone(),
-            cut_from,
-            links: Vec::new(),
         };
         let landing = iso
             .land(&cut, task)
@@ -494,7 +492,7 @@ fn finish_landings(
             });
         let landed = landing.is_landed();
         if landed && !keep_worktrees {
-            iso.drop_worktree(&cut.path);
+            iso.drop_worktree(&cut);
         }
         let status = if landed {
             TaskStatus::Completed
@@ -724,7 +722,10 @@ fn launch(
         cost_usd: None,
         denials: Vec::new(),
         final_text: None,
-        cut_from: cut.as_ref().map(|c| c.cut_from.as_str().to_owned()),
+        cut_from: match (isolation, &cut) {
+            (Some(iso), Some(c)) => Some(iso.encode_cut_from(c)),
+            _ => None,
+        },
         landing: None,
     };
     let checks = CheckPlan {
@@ -741,10 +742,7 @@ fn launch(
         secrets: config.secrets.clone(),
         receives_marker,
     };
-    let record_links: Vec<String> = cut
-        .as_ref()
-        .map(|c| c.links.iter().map(|l| l.display().to_string()).collect())
-        .unwrap_or_default();
+    let record_links: Vec<String> = cut.as_ref().map(Cut::links).unwrap_or_default();
     let options = supervise_options(config, log_path, launch.marker.as_ref());
     let started = attempt::start(&attempt_id, &launch.spec, options, checks, tx.clone())?;
     record.pid = Some(started.pid);
@@ -1048,7 +1046,7 @@ fn finish_attempt(
                     .reason
                     .push_str(&format!(" Landed as {}.", &merge[..merge.len().min(12)]));
                 if !config.keep_worktrees {
-                    iso.drop_worktree(&cut.path);
+                    iso.drop_worktree(cut);
                 }
             }
             weft_core::Landing::NoChanges => {
@@ -1056,7 +1054,7 @@ fn finish_attempt(
                     .reason
                     .push_str(" It changed nothing, so nothing was landed.");
                 if !config.keep_worktrees {
-                    iso.drop_worktree(&cut.path);
+                    iso.drop_worktree(cut);
                 }
             }
             weft_core::Landing::Conflicted { files, detail } => {

@@ -1,5 +1,10 @@
 //! Isolated runs: a worktree and branch per AI attempt, cut from the run's integration
 //! branch, and landing passed work back onto it one task at a time without any checkout.
+//!
+//! A workspace is one repository, or a folder holding several (a group: listed in
+//! `repos`, or every repository one level down). In a group every task gets one worktree
+//! per repository, all on the same branch name, inside one task folder; a landing is
+//! atomic across the group (a conflict in one repository rolls back the others).
 
 use std::path::{Path, PathBuf};
 
@@ -9,26 +14,56 @@ use weft_git::{Git, Head, Oid, Repo, branch_ref};
 
 use crate::error::EngineError;
 
+/// One repository of the workspace.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// Folder name inside the group ("" for a single-repository workspace).
+    pub name: String,
+    pub repo: Repo,
+}
+
 /// The git side of one isolated run.
 #[derive(Debug)]
 pub(crate) struct Isolation {
-    pub repo: Repo,
+    pub slots: Vec<Slot>,
     pub run_id: String,
-    /// `weft/<run>/integration`.
+    /// `weft/<run>/integration`, in every repository.
     pub integration_branch: String,
     /// `.weft/worktrees/<run>`.
     pub worktrees: PathBuf,
 }
 
+/// One repository's share of an attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    pub slot: usize,
+    pub path: PathBuf,
+    pub cut_from: Oid,
+    /// Links to the main checkout's ignored artifacts, relative to `path`.
+    pub links: Vec<PathBuf>,
+}
+
 /// Where an attempt works.
 #[derive(Debug, Clone)]
 pub(crate) struct Cut {
+    /// The agent's folder: the worktree, or in a group the folder holding one per repo.
     pub path: PathBuf,
     pub branch: String,
-    pub cut_from: Oid,
-    /// Links to the main checkout's ignored artifacts, relative to the worktree; never
-    /// committed.
-    pub links: Vec<PathBuf>,
+    pub parts: Vec<Part>,
+}
+
+impl Cut {
+    /// Every link weft made, for the attempt's record.
+    pub fn links(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .flat_map(|p| {
+                p.links
+                    .iter()
+                    .map(move |l| p.path.join(l).display().to_string())
+            })
+            .collect()
+    }
 }
 
 /// How a fresh worktree is made runnable.
@@ -39,6 +74,36 @@ pub enum Runnable {
     Link(Vec<String>),
     /// Run this shell command in the worktree instead.
     Setup(String),
+}
+
+/// `oid` for one repository, `name=oid;name=oid` for a group (how refs are stored).
+fn encode(slots: &[Slot], oids: &[Oid]) -> String {
+    if slots.len() == 1 && slots[0].name.is_empty() {
+        return oids[0].as_str().to_owned();
+    }
+    slots
+        .iter()
+        .zip(oids)
+        .map(|(s, o)| format!("{}={}", s.name, o.as_str()))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The oid recorded for each slot, in slot order.
+pub(crate) fn decode(slots: &[Slot], text: &str) -> Option<Vec<Oid>> {
+    if slots.len() == 1 && slots[0].name.is_empty() {
+        return Some(vec![Oid::parse(text)?]);
+    }
+    let pairs: Vec<(&str, &str)> = text.split(';').filter_map(|p| p.split_once('=')).collect();
+    slots
+        .iter()
+        .map(|s| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == s.name)
+                .and_then(|(_, oid)| Oid::parse(oid))
+        })
+        .collect()
 }
 
 /// Entries of `root` that `patterns` name; `.git` and `.weft` never.
@@ -70,21 +135,64 @@ fn linkable(root: &Path, patterns: &[String]) -> Vec<String> {
     names
 }
 
-/// Why `workspace` cannot run isolated (not a git repository, or no commits yet), if it
-/// cannot.
-pub fn isolation_unavailable(workspace: &Path) -> Option<String> {
-    match Git::new().open(workspace) {
-        Err(e) => Some(format!(
-            "{} is not a git repository ({e})",
+/// The workspace's repositories: itself, or the group's (`repos` names them; empty means
+/// every folder one level down that is a repository root).
+fn open_slots(workspace: &Path, repos: &[String]) -> Result<Vec<Slot>, String> {
+    let git = Git::new();
+    if repos.is_empty()
+        && let Ok(repo) = git.open(workspace)
+    {
+        return Ok(vec![Slot {
+            name: String::new(),
+            repo,
+        }]);
+    }
+    let names: Vec<String> = if repos.is_empty() {
+        let mut found: Vec<String> = fs_err::read_dir(workspace)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .filter(|e| e.path().join(".git").exists())
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect();
+        found.sort();
+        found
+    } else {
+        repos.to_vec()
+    };
+    if names.is_empty() {
+        return Err(format!(
+            "{} is not a git repository and holds none",
             workspace.display()
-        )),
-        Ok(repo) => match repo.head() {
+        ));
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let path = workspace.join(&name);
+            match git.open(&path) {
+                Ok(repo) if repo.root() == path.canonicalize().unwrap_or(path.clone()) => {
+                    Ok(Slot { name, repo })
+                }
+                Ok(_) => Err(format!("{} is not a repository root", path.display())),
+                Err(e) => Err(format!("{name}: {e}")),
+            }
+        })
+        .collect()
+}
+
+/// Why `workspace` cannot run isolated (no repository, or one without commits), if it
+/// cannot.
+pub fn isolation_unavailable(workspace: &Path, repos: &[String]) -> Option<String> {
+    match open_slots(workspace, repos) {
+        Err(why) => Some(why),
+        Ok(slots) => slots.iter().find_map(|slot| match slot.repo.head() {
             Ok(Head::Unborn { branch }) => Some(format!(
-                "the repository has no commits yet (branch {branch} is unborn)"
+                "the repository {} has no commits yet (branch {branch} is unborn)",
+                slot.repo.root().display()
             )),
             Ok(_) => None,
             Err(e) => Some(e.to_string()),
-        },
+        }),
     }
 }
 
@@ -92,257 +200,444 @@ pub(crate) fn git_error(error: weft_git::GitError) -> EngineError {
     EngineError::Git(Box::new(error))
 }
 
+fn unusable(why: String) -> EngineError {
+    EngineError::Isolation {
+        detail: why,
+        hint: "run it in a git repository (or a folder of them) with at least one commit, or with --without-isolation".into(),
+    }
+}
+
+/// What `prepare` set up.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub isolation: Isolation,
+    /// The encoded base when the integration branches were created now.
+    pub base: Option<String>,
+    /// Stashes taken (`--stash`), per slot index.
+    pub stashes: Vec<(usize, Oid)>,
+}
+
 impl Isolation {
-    /// Open the workspace's repository for a run; create its integration branch at HEAD when
-    /// the run is new (`base` is None), or reuse the recorded one.
+    /// Open the workspace's repositories for a run; create the integration branches at
+    /// HEAD when the run is new, or reuse the recorded ones.
     pub fn prepare(
         workspace: &Path,
         state_dir: &Path,
+        repos: &[String],
         run_id: &str,
         existing_branch: Option<&str>,
         stash: bool,
-    ) -> Result<(Isolation, Option<Oid>, Option<Oid>), EngineError> {
-        let repo = Git::new().open(workspace).map_err(git_error)?;
-        let integration_branch = format!("weft/{run_id}/integration");
-        let worktrees = state_dir.join("worktrees").join(run_id);
-        let isolation = Isolation {
-            repo,
-            run_id: run_id.to_owned(),
-            integration_branch: integration_branch.clone(),
-            worktrees,
-        };
-        let base = match isolation.repo.head().map_err(git_error)? {
-            Head::Branch { commit, .. } | Head::Detached { commit } => commit,
-            Head::Unborn { branch } => {
+    ) -> Result<Prepared, EngineError> {
+        let isolation = Isolation::existing(workspace, state_dir, repos, run_id)?;
+        let mut heads = Vec::new();
+        let mut dirty_files = Vec::new();
+        for slot in &isolation.slots {
+            let head = match slot.repo.head().map_err(git_error)? {
+                Head::Branch { commit, .. } | Head::Detached { commit } => commit,
+                Head::Unborn { branch } => {
+                    return Err(EngineError::Isolation {
+                        detail: format!(
+                            "the repository has no commits yet (branch {branch} is unborn)"
+                        ),
+                        hint: "commit something first, or run with --without-isolation".into(),
+                    });
+                }
+            };
+            heads.push(head);
+            let dirty = slot.repo.tracked_changes().map_err(git_error)?;
+            dirty_files.extend(dirty.into_iter().map(|f| {
+                if slot.name.is_empty() {
+                    f
+                } else {
+                    format!("{}/{f}", slot.name)
+                }
+            }));
+        }
+        let mut stashes = Vec::new();
+        if !dirty_files.is_empty() {
+            if !stash {
+                let shown: Vec<&str> = dirty_files.iter().take(10).map(String::as_str).collect();
+                let more = dirty_files.len().saturating_sub(10);
                 return Err(EngineError::Isolation {
                     detail: format!(
-                        "the repository has no commits yet (branch {branch} is unborn)"
+                        "the workspace has uncommitted changes to tracked files: {}{}",
+                        shown.join(", "),
+                        if more > 0 { format!(" and {more} more") } else { String::new() }
                     ),
-                    hint: "commit something first, or run with --without-isolation".into(),
+                    hint: "commit them, or run with --stash (they are restored when the run ends) or --without-isolation (tasks then share your checkout)".into(),
                 });
             }
-        };
-        let dirty = isolation.repo.tracked_changes().map_err(git_error)?;
-        let mut stashed = None;
-        if !dirty.is_empty() && stash {
-            stashed = isolation
-                .repo
-                .stash_push(&format!("weft: stashed for run {run_id}"))
-                .map_err(git_error)?;
-        } else if !dirty.is_empty() {
-            let shown: Vec<&str> = dirty.iter().take(10).map(String::as_str).collect();
-            let more = dirty.len().saturating_sub(10);
-            return Err(EngineError::Isolation {
-                detail: format!(
-                    "the workspace has uncommitted changes to tracked files: {}{}",
-                    shown.join(", "),
-                    if more > 0 { format!(" and {more} more") } else { String::new() }
-                ),
-                hint: "commit them, or run with --stash (they are restored when the run ends) or --without-isolation (tasks then share your checkout)".into(),
+            for (index, slot) in isolation.slots.iter().enumerate() {
+                if let Some(oid) = slot
+                    .repo
+                    .stash_push(&format!("weft: stashed for run {run_id}"))
+                    .map_err(git_error)?
+                {
+                    stashes.push((index, oid));
+                }
+            }
+        }
+        let exists = isolation.slots.iter().all(|s| {
+            s.repo
+                .branch_exists(&isolation.integration_branch)
+                .unwrap_or(false)
+        });
+        if existing_branch.is_some() && exists {
+            return Ok(Prepared {
+                isolation,
+                base: None,
+                stashes,
             });
         }
-        if existing_branch.is_some()
-            && isolation
-                .repo
-                .branch_exists(&integration_branch)
-                .map_err(git_error)?
-        {
-            return Ok((isolation, None, stashed));
+        for (slot, head) in isolation.slots.iter().zip(&heads) {
+            slot.repo
+                .create_branch(&isolation.integration_branch, head)
+                .map_err(git_error)?;
         }
-        isolation
-            .repo
-            .create_branch(&integration_branch, &base)
-            .map_err(git_error)?;
-        Ok((isolation, Some(base), stashed))
+        let base = encode(&isolation.slots, &heads);
+        Ok(Prepared {
+            isolation,
+            base: Some(base),
+            stashes,
+        })
     }
 
-    /// The isolation of a run that already has its integration branch (for commands that
-    /// run outside the engine, like `weft manual`).
+    /// The isolation of a run whose branches exist (or are about to be created).
     pub fn existing(
         workspace: &Path,
         state_dir: &Path,
+        repos: &[String],
         run_id: &str,
     ) -> Result<Isolation, EngineError> {
-        let repo = Git::new().open(workspace).map_err(git_error)?;
+        let slots = open_slots(workspace, repos).map_err(unusable)?;
         Ok(Isolation {
-            repo,
+            slots,
             run_id: run_id.to_owned(),
             integration_branch: format!("weft/{run_id}/integration"),
             worktrees: state_dir.join("worktrees").join(run_id),
         })
     }
 
+    pub fn is_group(&self) -> bool {
+        !(self.slots.len() == 1 && self.slots[0].name.is_empty())
+    }
+
     pub fn integration_ref(&self) -> String {
         branch_ref(&self.integration_branch)
     }
 
-    pub fn tip(&self) -> Result<Oid, EngineError> {
-        self.repo
-            .resolve(&self.integration_ref())
-            .map_err(git_error)
+    fn tips(&self) -> Result<Vec<Oid>, EngineError> {
+        self.slots
+            .iter()
+            .map(|s| s.repo.resolve(&self.integration_ref()).map_err(git_error))
+            .collect()
     }
 
-    /// A fresh worktree for attempt `number` of `task`, cut from the integration tip, made
-    /// runnable by linking the main checkout's ignored artifacts in (or a setup command).
+    /// Where a slot's worktree goes inside a task folder.
+    fn slot_path(&self, folder: &Path, slot: &Slot) -> PathBuf {
+        if self.is_group() {
+            folder.join(&slot.name)
+        } else {
+            folder.to_owned()
+        }
+    }
+
+    /// Fresh worktrees for attempt `number` of `task`, cut from the integration tips and
+    /// made runnable by linking each checkout's ignored artifacts in (or a setup command).
     pub fn cut(&self, task: &Task, number: u32, runnable: &Runnable) -> Result<Cut, EngineError> {
         let mut name = format!("{}-{}", task.order, slugify(&task.title));
         if number > 1 {
             name.push_str(&format!("-{number}"));
         }
-        let path = self.worktrees.join(&name);
+        let folder = self.worktrees.join(&name);
         let branch = format!("weft/{}/{name}", self.run_id);
-        let cut_from = self.tip()?;
-        self.repo
-            .add_worktree(&path, &branch, &cut_from)
-            .map_err(git_error)?;
-        let mut links = Vec::new();
-        match runnable {
-            Runnable::Link(patterns) => {
-                for name in linkable(self.repo.root(), patterns) {
-                    let target = path.join(&name);
+        let tips = self.tips()?;
+        let mut parts = Vec::new();
+        for (index, (slot, tip)) in self.slots.iter().zip(tips).enumerate() {
+            let path = self.slot_path(&folder, slot);
+            slot.repo
+                .add_worktree(&path, &branch, &tip)
+                .map_err(git_error)?;
+            let mut links = Vec::new();
+            if let Runnable::Link(patterns) = runnable {
+                for entry in linkable(slot.repo.root(), patterns) {
+                    let target = path.join(&entry);
                     // Tracked content is already there; only missing entries are linked.
                     if target.symlink_metadata().is_ok() {
                         continue;
                     }
-                    std::os::unix::fs::symlink(self.repo.root().join(&name), &target).map_err(
+                    std::os::unix::fs::symlink(slot.repo.root().join(&entry), &target).map_err(
                         |source| EngineError::Io {
                             path: target.display().to_string(),
                             source,
                         },
                     )?;
-                    links.push(PathBuf::from(name));
+                    links.push(PathBuf::from(entry));
                 }
             }
-            Runnable::Setup(command) => {
-                let output = std::process::Command::new("sh")
-                    .args(["-c", command])
-                    .current_dir(&path)
-                    .stdin(std::process::Stdio::null())
-                    .output()
-                    .map_err(|source| EngineError::Io {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                if !output.status.success() {
-                    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-                    text.push_str(&String::from_utf8_lossy(&output.stderr));
-                    let tail = weft_core::prompt::tail_chars(&text, 2000);
-                    return Err(EngineError::Isolation {
-                        detail: format!(
-                            "the setup command `{command}` failed in {} ({}): {tail}",
-                            path.display(),
-                            output.status
-                        ),
-                        hint: "fix `setup` in weft.toml, or remove it to link artifacts instead"
-                            .into(),
-                    });
-                }
-            }
+            parts.push(Part {
+                slot: index,
+                path,
+                cut_from: tip,
+                links,
+            });
+        }
+        if let Runnable::Setup(command) = runnable {
+            run_setup(command, &folder)?;
         }
         Ok(Cut {
-            path,
+            path: folder,
             branch,
-            cut_from,
-            links,
+            parts,
         })
     }
 
-    /// The run's integration checkout (detached at the current tip), for ops tasks.
-    pub fn integration_checkout(&self) -> Result<PathBuf, EngineError> {
-        let path = self.worktrees.join("integration");
-        let tip = self.tip()?;
-        if path.exists() {
-            self.repo
-                .open_worktree(&path)
-                .and_then(|wt| wt.force_checkout_detached(&tip))
-                .map_err(git_error)?;
-        } else {
-            self.repo
-                .add_worktree_detached(&path, &tip)
-                .map_err(git_error)?;
-        }
-        Ok(path)
+    /// The cut an attempt record describes (after a restart).
+    pub fn recorded_cut(&self, folder: &Path, branch: &str, cut_from: &str) -> Option<Cut> {
+        let oids = decode(&self.slots, cut_from)?;
+        let parts = self
+            .slots
+            .iter()
+            .zip(oids)
+            .enumerate()
+            .map(|(index, (slot, cut_from))| Part {
+                slot: index,
+                path: self.slot_path(folder, slot),
+                cut_from,
+                links: Vec::new(),
+            })
+            .collect();
+        Some(Cut {
+            path: folder.to_owned(),
+            branch: branch.to_owned(),
+            parts,
+        })
     }
 
-    /// Commit what the agent left uncommitted, then land its branch on the integration branch.
-    pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
-        // After a crash the worktree may already be gone; its branch holds the work then.
-        if cut.path.exists() {
-            let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
-            worktree
-                .commit_all(
-                    &format!("weft: task {}: {}", task.order, task.title),
-                    &cut.links,
-                )
-                .map_err(git_error)?;
-        }
-        let message = format!("weft: land task {}: {}", task.order, task.title);
-        let landing = self
-            .repo
-            .land(
-                &self.integration_ref(),
-                &cut.branch,
-                &cut.cut_from,
-                &message,
-            )
-            .map_err(git_error)?;
-        Ok(match landing {
-            weft_git::Landing::Landed { merge, .. } => Landing::Landed {
-                merge: merge.as_str().to_owned(),
-            },
-            weft_git::Landing::AlreadyIntegrated { previous, .. } => Landing::Landed {
-                merge: previous.as_str().to_owned(),
-            },
-            weft_git::Landing::NoChanges { .. } => Landing::NoChanges,
-            weft_git::Landing::Conflicted { files, detail, .. } => {
-                Landing::Conflicted { files, detail }
+    /// How an attempt's `cut_from` is recorded.
+    pub fn encode_cut_from(&self, cut: &Cut) -> String {
+        let oids: Vec<Oid> = cut.parts.iter().map(|p| p.cut_from.clone()).collect();
+        encode(&self.slots, &oids)
+    }
+
+    /// The run's integration checkout (detached at the current tips), for ops tasks.
+    pub fn integration_checkout(&self) -> Result<PathBuf, EngineError> {
+        let folder = self.worktrees.join("integration");
+        for (slot, tip) in self.slots.iter().zip(self.tips()?) {
+            let path = self.slot_path(&folder, slot);
+            if path.exists() {
+                slot.repo
+                    .open_worktree(&path)
+                    .and_then(|wt| wt.force_checkout_detached(&tip))
+                    .map_err(git_error)?;
+            } else {
+                slot.repo
+                    .add_worktree_detached(&path, &tip)
+                    .map_err(git_error)?;
             }
-            weft_git::Landing::Rewritten { reason } => Landing::Conflicted {
-                files: Vec::new(),
-                detail: format!(
-                    "the task branch no longer contains the tip it was cut from: {reason}"
-                ),
-            },
+        }
+        Ok(folder)
+    }
+
+    /// Commit what the agent left uncommitted, then land its branch on the integration
+    /// branch of every repository, all or nothing.
+    pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
+        let message = format!("weft: land task {}: {}", task.order, task.title);
+        let mut landed: Vec<(usize, Oid, Oid)> = Vec::new();
+        let mut merges = Vec::new();
+        let mut changed = false;
+        for part in &cut.parts {
+            let slot = &self.slots[part.slot];
+            // After a crash the worktree may already be gone; its branch holds the work then.
+            if part.path.exists() {
+                let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
+                worktree
+                    .commit_all(
+                        &format!("weft: task {}: {}", task.order, task.title),
+                        &part.links,
+                    )
+                    .map_err(git_error)?;
+            }
+            let outcome = slot
+                .repo
+                .land(
+                    &self.integration_ref(),
+                    &cut.branch,
+                    &part.cut_from,
+                    &message,
+                )
+                .map_err(git_error);
+            let failure = match outcome {
+                Ok(weft_git::Landing::Landed {
+                    merge, previous, ..
+                }) => {
+                    changed = true;
+                    merges.push(merge.clone());
+                    landed.push((part.slot, merge, previous));
+                    None
+                }
+                Ok(
+                    weft_git::Landing::AlreadyIntegrated { previous, .. }
+                    | weft_git::Landing::NoChanges { previous },
+                ) => {
+                    merges.push(previous);
+                    None
+                }
+                Ok(weft_git::Landing::Conflicted { files, detail, .. }) => {
+                    let files = files
+                        .into_iter()
+                        .map(|f| {
+                            if self.is_group() {
+                                format!("{}/{f}", slot.name)
+                            } else {
+                                f
+                            }
+                        })
+                        .collect();
+                    Some(Landing::Conflicted { files, detail })
+                }
+                Ok(weft_git::Landing::Rewritten { reason }) => Some(Landing::Conflicted {
+                    files: Vec::new(),
+                    detail: format!(
+                        "the task branch no longer contains the tip it was cut from: {reason}"
+                    ),
+                }),
+                Err(e) => Some(Landing::Conflicted {
+                    files: Vec::new(),
+                    detail: format!("landing failed: {e}"),
+                }),
+            };
+            if let Some(failure) = failure {
+                // All or nothing: what already landed in other repositories goes back.
+                for (slot, merge, previous) in landed.iter().rev() {
+                    let _ = self.slots[*slot].repo.update_ref_cas(
+                        &self.integration_ref(),
+                        previous,
+                        Some(merge),
+                    );
+                }
+                return Ok(failure);
+            }
+        }
+        if !changed {
+            return Ok(Landing::NoChanges);
+        }
+        Ok(Landing::Landed {
+            merge: encode(&self.slots, &merges),
         })
     }
 
     /// Merge a conflicted attempt's branch into a fresh cut, leaving conflict markers for
     /// the repair agent; returns the files it must resolve (none when it merged cleanly).
     pub fn merge_for_repair(&self, cut: &Cut, branch: &str) -> Result<Vec<String>, EngineError> {
-        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
-        let merged = worktree
-            .merge_in_worktree(branch, &format!("weft: merge {branch} for repair"))
-            .map_err(git_error)?;
-        Ok(match merged {
-            weft_git::WorktreeMerge::Clean { .. } => Vec::new(),
-            weft_git::WorktreeMerge::Conflicted { files } => files,
-        })
+        let mut files = Vec::new();
+        for part in &cut.parts {
+            let slot = &self.slots[part.slot];
+            let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
+            let merged = worktree
+                .merge_in_worktree(branch, &format!("weft: merge {branch} for repair"))
+                .map_err(git_error)?;
+            if let weft_git::WorktreeMerge::Conflicted { files: conflicted } = merged {
+                files.extend(conflicted.into_iter().map(|f| {
+                    if self.is_group() {
+                        format!("{}/{f}", slot.name)
+                    } else {
+                        f
+                    }
+                }));
+            }
+        }
+        Ok(files)
     }
 
-    /// Files among `files` in the attempt's worktree that still hold conflict markers.
+    /// Files among `files` (relative to the agent's folder) that still hold conflict
+    /// markers.
     pub fn markers_left(&self, cut: &Cut, files: &[String]) -> Result<Vec<String>, EngineError> {
-        let worktree = self.repo.open_worktree(&cut.path).map_err(git_error)?;
-        worktree.conflict_markers_in(files).map_err(git_error)
+        let mut left = Vec::new();
+        for part in &cut.parts {
+            let slot = &self.slots[part.slot];
+            let prefix = if self.is_group() {
+                format!("{}/", slot.name)
+            } else {
+                String::new()
+            };
+            let mine: Vec<&str> = files
+                .iter()
+                .filter_map(|f| f.strip_prefix(prefix.as_str()))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
+            left.extend(
+                worktree
+                    .conflict_markers_in(&mine)
+                    .map_err(git_error)?
+                    .into_iter()
+                    .map(|f| format!("{prefix}{f}")),
+            );
+        }
+        Ok(left)
     }
 
     /// Put back what `--stash` set aside; a conflict keeps the stash and says so.
-    pub fn restore_stash(&self, stash: &Oid) -> String {
-        match self.repo.stash_restore(stash) {
-            Ok(weft_git::StashRestore::Restored) => "your stashed changes are restored".to_owned(),
-            Ok(weft_git::StashRestore::Conflicted { files }) => format!(
-                "restoring your stashed changes conflicted in {}; the stash {} is kept (`git stash list`)",
-                files.join(", "),
-                stash.short()
-            ),
-            Err(e) => format!(
-                "could not restore your stashed changes ({e}); they are kept in `git stash list` as {}",
-                stash.short()
-            ),
-        }
+    pub fn restore_stashes(&self, stashes: &[(usize, Oid)]) -> Vec<String> {
+        stashes
+            .iter()
+            .map(|(slot, stash)| {
+                let repo = &self.slots[*slot].repo;
+                match repo.stash_restore(stash) {
+                    Ok(weft_git::StashRestore::Restored) => format!(
+                        "your stashed changes are restored in {}",
+                        repo.root().display()
+                    ),
+                    Ok(weft_git::StashRestore::Conflicted { files }) => format!(
+                        "restoring your stashed changes conflicted in {}; the stash {} is kept (`git stash list`)",
+                        files.join(", "),
+                        stash.short()
+                    ),
+                    Err(e) => format!(
+                        "could not restore your stashed changes ({e}); they are kept in `git stash list` as {}",
+                        stash.short()
+                    ),
+                }
+            })
+            .collect()
     }
 
-    /// Remove a landed attempt's worktree (its branch stays until handoff).
-    pub fn drop_worktree(&self, path: &Path) {
-        let _ = self.repo.remove_worktree(path, true);
+    /// Remove a landed attempt's worktrees (its branches stay until handoff).
+    pub fn drop_worktree(&self, cut: &Cut) {
+        for part in &cut.parts {
+            let _ = self.slots[part.slot].repo.remove_worktree(&part.path, true);
+        }
+        if self.is_group() {
+            let _ = fs_err::remove_dir(&cut.path);
+        }
     }
+}
+
+fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
+    let output = std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(folder)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|source| EngineError::Io {
+            path: folder.display().to_string(),
+            source,
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let tail = weft_core::prompt::tail_chars(&text, 2000);
+    Err(EngineError::Isolation {
+        detail: format!(
+            "the setup command `{command}` failed in {} ({}): {tail}",
+            folder.display(),
+            output.status
+        ),
+        hint: "fix `setup` in weft.toml, or remove it to link artifacts instead".into(),
+    })
 }

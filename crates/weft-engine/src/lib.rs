@@ -32,6 +32,9 @@ pub struct EngineConfig {
     /// Each AI attempt in its own worktree and branch, landed onto the run's integration
     /// branch; ops tasks in the run's integration checkout.
     pub isolated: bool,
+    /// The repositories of a multi-repo workspace (folder names); empty: the workspace
+    /// itself, or every repository one level down when it is not one.
+    pub repos: Vec<String>,
     /// How isolated worktrees are made runnable.
     pub runnable: Runnable,
     /// Stash uncommitted changes to tracked files at the start of an isolated run and

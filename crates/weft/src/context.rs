@@ -151,6 +151,7 @@ impl Ctx {
         Ok(EngineConfig {
             workspace: self.workspace.root.clone(),
             isolated: run.isolated,
+            repos: self.settings.repos(),
             runnable: self.settings.runnable(),
             stash: run.stash,
             keep_worktrees: self.settings.keep_worktrees(),

@@ -72,6 +72,13 @@ pub const KEYS: &[Key] = &[
         check: boolean,
     },
     Key {
+        name: "repos",
+        env: "WEFT_REPOS",
+        default: "",
+        about: "the repositories of a multi-repo workspace (folder names, comma-separated or a TOML list; empty: every repository one level down)",
+        check: anything,
+    },
+    Key {
         name: "keep_worktrees",
         env: "WEFT_KEEP_WORKTREES",
         default: "false",
@@ -248,6 +255,15 @@ impl Settings {
 
     pub fn isolation(&self) -> bool {
         parse_bool(self.raw("isolation")).unwrap_or(true)
+    }
+
+    pub fn repos(&self) -> Vec<String> {
+        self.raw("repos")
+            .split(',')
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 
     pub fn keep_worktrees(&self) -> bool {

@@ -89,6 +89,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             &plan.id,
             &ctx.workspace.root,
             &ctx.workspace.state_dir(),
+            &ctx.settings.repos(),
         )?;
         let lines = handoff.merge(&mut store, &plan.id)?;
         note(&format!(

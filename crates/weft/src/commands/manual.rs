@@ -31,6 +31,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         &args.task,
         &ctx.workspace.root,
         &ctx.workspace.state_dir(),
+        &ctx.settings.repos(),
     )?;
     let mut text = format!("#{} {} [{}]\n", view.order, view.title, view.status);
     for (number, (step, done)) in view.steps.iter().enumerate() {

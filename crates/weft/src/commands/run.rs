@@ -58,7 +58,7 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
     if without || (!isolated && !ctx.settings.isolation()) {
         return Ok(false);
     }
-    match weft_engine::isolation_unavailable(&ctx.workspace.root) {
+    match weft_engine::isolation_unavailable(&ctx.workspace.root, &ctx.settings.repos()) {
         None => Ok(true),
         Some(why) if isolated => Err(CliError::new(format!("cannot run isolated: {why}"))
             .hint("commit something first, or run with --without-isolation")),

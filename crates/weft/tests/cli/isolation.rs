@@ -716,3 +716,108 @@ fn landed_worktrees_are_kept_when_asked() {
             .exists()
     );
 }
+
+fn git_in(weft: &Weft, dir: &str, args: &[&str]) -> (bool, String) {
+    let output = weft
+        .env
+        .command("git")
+        .current_dir(weft.work().join(dir))
+        .args(args)
+        .output()
+        .expect("git runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// A folder holding two repositories: one worktree per repository per task, landing
+/// atomic across them, handoff merge all or nothing.
+#[test]
+fn a_multi_repo_group_lands_atomically_and_hands_off_all_or_nothing() {
+    let weft = Weft::with_agents();
+    std::fs::remove_dir_all(weft.work().join(".git")).unwrap();
+    for repo in ["api", "web"] {
+        let path = weft.work().join(repo);
+        weft_testkit::TestRepo::init(&path, &weft.env);
+    }
+    weft.write("web/shared.txt", "original\n");
+    git_in(&weft, "web", &["add", "-A"]);
+    git_in(
+        &weft,
+        "web",
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "shared",
+        ],
+    );
+    weft.ok(&["init"]);
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"fast\"\ntitle = \"Fast\"\nprompt = '''\n@fake write api/a.txt a\n@fake write web/shared.txt from fast\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"slow\"\ntitle = \"Slow\"\nprompt = '''\n@fake sleep 0.6\n@fake write api/b.txt b\n@fake write web/shared.txt from slow\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.fails(&["run", "--isolated"], 1);
+    let s = statuses(&weft);
+    assert_eq!(s["fast"], "completed", "{}", run.stdout);
+    assert_eq!(s["slow"], "conflicted", "{}", run.stdout);
+    let json = weft.status_json();
+    let reason = json["plan"]["tasks"][1]["verdict"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("web/shared.txt"), "{reason}");
+    let (_, branches) = git_in(
+        &weft,
+        "api",
+        &[
+            "branch",
+            "--list",
+            "weft/*/integration",
+            "--format=%(refname:short)",
+        ],
+    );
+    let integration = branches.trim().to_owned();
+    // fast landed in both; slow's api part was rolled back when web conflicted.
+    assert!(git_in(&weft, "api", &["show", &format!("{integration}:a.txt")]).0);
+    assert!(
+        git_in(
+            &weft,
+            "web",
+            &["show", &format!("{integration}:shared.txt")]
+        )
+        .1 == "from fast"
+    );
+    assert!(
+        !git_in(&weft, "api", &["show", &format!("{integration}:b.txt")]).0,
+        "slow's api work landed alone"
+    );
+
+    // One repository failing its preflight stops the merge everywhere.
+    weft.write("web/shared.txt", "my uncommitted edit\n");
+    let api_head = git_in(&weft, "api", &["rev-parse", "HEAD"]).1;
+    let refused = weft.fails(&["handoff", "merge", "--yes"], 1);
+    assert!(refused.stderr.contains("web: "), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("nothing was merged"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(git_in(&weft, "api", &["rev-parse", "HEAD"]).1, api_head);
+    git_in(&weft, "web", &["checkout", "--", "shared.txt"]);
+    let review = weft.ok(&["handoff", "review", "--stat"]).stdout;
+    assert!(
+        review.contains("== api ==") && review.contains("== web =="),
+        "{review}"
+    );
+    weft.ok(&["handoff", "merge", "--yes"]);
+    assert_eq!(read(&weft.work().join("api/a.txt")), "a");
+    assert_eq!(read(&weft.work().join("web/shared.txt")), "from fast");
+}

@@ -51,6 +51,7 @@ pub fn open(globals: &Globals) -> CliResult<(Store, String, Handoff)> {
         &plan_id,
         &ctx.workspace.root,
         &ctx.workspace.state_dir(),
+        &ctx.settings.repos(),
     )?;
     Ok((store, plan_id, handoff))
 }
