@@ -360,6 +360,12 @@ pub fn run(
         }
         // Whatever else arrived too, so output never queues up behind the poll.
         messages.extend(rx.try_iter());
+        // Landing is one task at a time, lowest plan order first among those waiting.
+        let order_of = |message: &Msg| match message {
+            Msg::Finished { attempt, .. } => live.get(attempt).map_or(u32::MAX, |l| l.order),
+            Msg::Supervisor { .. } => 0,
+        };
+        messages.sort_by_key(|m| (matches!(m, Msg::Finished { .. }), order_of(m)));
         for message in messages {
             reschedule |= handle(
                 message,

@@ -22,7 +22,14 @@
 //! It prints the wall per task of both runs, their difference (the isolation cost per
 //! task), the raw cost per task, and the ratio isolated / raw against the target (within
 //! 1.5x). Timing is reported, never asserted. `WEFT_BENCH_QUICK=1` runs 20 tasks once
-//! instead of 100 tasks three times (medians). See `bench/README.md`.
+//! instead of 100 tasks three times (medians).
+//!
+//! Nearly all of the time is creating and deleting files (every worktree checks out, and
+//! then removes, the whole tree). On a file system whose inode allocator steps over
+//! recently deleted inodes one by one (ext4 without a journal, as in some VMs), that cost
+//! grows with the deletions of the last seconds, so a full run settles before each
+//! measured phase (`sync`, then a pause): no phase pays for the one before it. See
+//! `bench/README.md`.
 
 #![allow(
     clippy::print_stdout,
@@ -56,6 +63,10 @@ const IDENTITY: [&str; 4] = [
     "-c",
     "user.email=bench@weft.invalid",
 ];
+/// How long a full run pauses (after `sync`) before each measured phase: ext4 without a
+/// journal passes over inodes deleted in the last 5 s (longer while their inode table
+/// block is dirty) when it allocates one, and checks them one at a time.
+const SETTLE: Duration = Duration::from_secs(6);
 /// The raw loop's integration branch.
 const RAW_INTEGRATION: &str = "weft/raw00001/integration";
 /// The steps of one raw task, in order.
@@ -74,6 +85,7 @@ fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
     let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
     let (tasks, runs) = if quick { (20, 1) } else { (100, 3) };
+    let settle = Settle(!quick);
     println!(
         "weft run --isolated, per-task isolation overhead{}  (binary: {WEFT})",
         if quick { "  [WEFT_BENCH_QUICK]" } else { "" }
@@ -94,10 +106,27 @@ fn main() {
         "repository: fresh per run, `git init -b main`, {REPO_FILES} files committed; {}",
         version.trim()
     );
+    println!(
+        "{}; load average at the start: {}",
+        if settle.0 {
+            format!(
+                "before each measured phase: sync, then a {} s pause",
+                SETTLE.as_secs()
+            )
+        } else {
+            String::from("no settling between phases (quick run)")
+        },
+        load_average()
+    );
 
     // Warm caches (git, sh, the weft binary) before anything is measured.
-    raw_run(5);
-    let _ = timed_run(&workflow_toml(&dependency_shape(5)), 5, Mode::Shared);
+    raw_run(5, Settle(false));
+    let _ = timed_run(
+        &workflow_toml(&dependency_shape(5)),
+        5,
+        Mode::Shared,
+        Settle(false),
+    );
 
     let mut raw_walls = Vec::new();
     let mut raw_steps = [Duration::ZERO; STEPS.len()];
@@ -108,24 +137,30 @@ fn main() {
         for slot in 0..3 {
             match (round + slot) % 3 {
                 0 => {
-                    let raw = raw_run(tasks);
+                    let raw = raw_run(tasks, settle);
                     raw_walls.push(raw.wall);
                     for (sum, step) in raw_steps.iter_mut().zip(raw.steps) {
                         *sum += step;
                     }
                 }
-                1 => shared_walls.push(timed_run(&plan, tasks, Mode::Shared)),
-                _ => isolated_walls.push(timed_run(&plan, tasks, Mode::Isolated)),
+                1 => shared_walls.push(timed_run(&plan, tasks, Mode::Shared, settle)),
+                _ => isolated_walls.push(timed_run(&plan, tasks, Mode::Isolated, settle)),
             }
         }
     }
+    // Round by round: isolated against the raw loop of the same round.
+    let round_ratios: Vec<String> = isolated_walls
+        .iter()
+        .zip(&raw_walls)
+        .map(|(isolated, raw)| format!("{:.2}x", isolated.as_secs_f64() / raw.as_secs_f64()))
+        .collect();
     let raw = Median::of(raw_walls);
     let shared = Median::of(shared_walls);
     let isolated = Median::of(isolated_walls);
     let per_task = |d: Duration| d / tasks as u32;
 
     println!(
-        "raw git + agent, {tasks} tasks in a row          median {}  ({} per task; runs: {})",
+        "raw git + agent, {tasks} tasks in a row         median {}  ({} per task; runs: {})",
         ms(raw.median),
         ms2(per_task(raw.median)),
         raw.list()
@@ -134,7 +169,7 @@ fn main() {
     for (name, step) in STEPS.iter().zip(raw_steps) {
         let mean = step / (tasks * runs) as u32;
         println!(
-            "    {name:<36} {:>8} per task  ({:>4.1}%)",
+            "    {name:<36} {:>9} per task  ({:>4.1}%)",
             ms2(mean),
             100.0 * step.as_secs_f64() / step_total.as_secs_f64()
         );
@@ -156,33 +191,36 @@ fn main() {
     let shared_per_task = per_task(shared.median);
     let raw_per_task = per_task(raw.median);
     let ratio = isolated_per_task.as_secs_f64() / raw_per_task.as_secs_f64();
+    let figures = [
+        ("isolated wall per task", ms2(isolated_per_task)),
+        ("shared wall per task", ms2(shared_per_task)),
+        (
+            "isolation cost per task (isolated - shared)",
+            signed_ms2(isolated_per_task, shared_per_task),
+        ),
+        ("raw git + agent per task", ms2(raw_per_task)),
+        (
+            "weft beyond raw per task (isolated - raw)",
+            signed_ms2(isolated_per_task, raw_per_task),
+        ),
+    ];
+    for (name, value) in figures {
+        println!("{:<45} {value:>10}", format!("{name}:"));
+    }
     println!(
-        "isolated wall per task:                  {}",
-        ms2(isolated_per_task)
-    );
-    println!(
-        "shared wall per task:                    {}",
-        ms2(shared_per_task)
-    );
-    println!(
-        "isolation cost per task (isolated - shared): {}",
-        signed_ms2(isolated_per_task, shared_per_task)
-    );
-    println!(
-        "raw git + agent per task:                {}",
-        ms2(raw_per_task)
-    );
-    println!(
-        "ratio isolated / raw per task:           {} / {} = {ratio:.2}x",
+        "{:<45} {ratio:>9.2}x  ({} / {}; round by round: {})",
+        "ratio isolated / raw per task:",
         ms2(isolated_per_task),
-        ms2(raw_per_task)
+        ms2(raw_per_task),
+        round_ratios.join(", ")
     );
 
     println!(
         "where the time goes: one more run each with --json, every line timestamped as it arrives"
     );
-    traced_run(&plan, tasks, Mode::Shared);
-    traced_run(&plan, tasks, Mode::Isolated);
+    traced_run(&plan, tasks, Mode::Shared, settle);
+    traced_run(&plan, tasks, Mode::Isolated, settle);
+    println!("load average at the end: {}", load_average());
 
     let verdict = if ratio <= TARGET_RATIO {
         "holds"
@@ -193,6 +231,34 @@ fn main() {
         "target: isolated within {TARGET_RATIO}x of the raw git commands it needs — \
          {ratio:.2}x → {verdict}"
     );
+}
+
+/// Whether to let the file system settle before a measured phase.
+#[derive(Debug, Clone, Copy)]
+struct Settle(bool);
+
+impl Settle {
+    /// `sync`, then pause `SETTLE`, so that the deletions of earlier phases are no longer
+    /// "recent" to the inode allocator when the measured phase starts.
+    fn now(self) {
+        if self.0 {
+            let synced = Command::new("sync").status();
+            assert!(synced.is_ok_and(|s| s.success()), "sync failed");
+            std::thread::sleep(SETTLE);
+        }
+    }
+}
+
+/// The 1, 5 and 15 minute load averages, for the record.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| String::from("unknown"))
 }
 
 /// Shared checkout or a worktree per task.
@@ -344,9 +410,10 @@ fn workspace_with_plan(plan: &str) -> Hermetic {
 
 /// One measured `weft run [--isolated] --parallel 1` on a fresh repository: spawn, drain
 /// stdout and stderr, wait. Then checks the outcome.
-fn timed_run(plan: &str, tasks: usize, mode: Mode) -> Duration {
+fn timed_run(plan: &str, tasks: usize, mode: Mode, settle: Settle) -> Duration {
     let env = workspace_with_plan(plan);
     let mut command = weft(&env, mode.args());
+    settle.now();
     let started = Instant::now();
     let output = command.output().expect("weft can be spawned");
     let elapsed = started.elapsed();
@@ -500,7 +567,7 @@ impl Laps {
 /// tip, run the agent there (`sh -c 'printf x > fNNN.txt'`, output through pipes), commit
 /// everything, merge onto the integration tip without a checkout, move the integration
 /// branch with a compare-and-swap, remove the worktree.
-fn raw_run(tasks: usize) -> Raw {
+fn raw_run(tasks: usize, settle: Settle) -> Raw {
     let env = Hermetic::new();
     fresh_repo(&env);
     let repo = env.work();
@@ -511,6 +578,7 @@ fn raw_run(tasks: usize) -> Raw {
     let integration_ref = format!("refs/heads/{RAW_INTEGRATION}");
     let worktrees = repo.join(".weft/worktrees/raw00001");
     let mut tip = base;
+    settle.now();
     let started = Instant::now();
     let mut laps = Laps {
         last: started,
@@ -581,12 +649,13 @@ struct Seen {
 /// A `weft run [--isolated] --parallel 1 --json` whose lines are timestamped on arrival:
 /// prints where each task's time goes (one task at a time, so the phases add up to the
 /// wall time).
-fn traced_run(plan: &str, tasks: usize, mode: Mode) {
+fn traced_run(plan: &str, tasks: usize, mode: Mode, settle: Settle) {
     let env = workspace_with_plan(plan);
     let mut args = mode.args().to_vec();
     args.push("--json");
     let mut command = weft(&env, &args);
     command.stderr(Stdio::null());
+    settle.now();
     let started = Instant::now();
     let mut child = command.spawn().expect("weft can be spawned");
     let stdout = child.stdout.take().expect("stdout is piped");

@@ -821,3 +821,76 @@ fn a_multi_repo_group_lands_atomically_and_hands_off_all_or_nothing() {
     assert_eq!(read(&weft.work().join("api/a.txt")), "a");
     assert_eq!(read(&weft.work().join("web/shared.txt")), "from fast");
 }
+
+#[test]
+fn a_repair_that_leaves_conflict_markers_is_conflicted_again_and_retry_drops_kept_worktrees() {
+    let weft = Weft::with_agents();
+    weft.write("shared.txt", "original\n");
+    git(&weft, &["add", "-A"]);
+    git(
+        &weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "shared",
+        ],
+    );
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n\
+         [[tasks]]\nid = \"fast\"\ntitle = \"Fast edit\"\nprompt = '''\n@fake write shared.txt from fast\n@fake marker\n'''\n\
+         [[tasks]]\nid = \"slow\"\ntitle = \"Slow edit\"\nprompt = '''\n@fake sleep 0.6\n@fake write shared.txt from slow\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.fails(&["run", "--isolated"], 1);
+    assert_eq!(statuses(&weft)["slow"], "conflicted");
+    weft.ok(&["repair", "slow"]);
+    // This repair agent resolves nothing: it only claims success.
+    weft.ok(&["task", "edit", "slow", "--prompt", "@fake marker"]);
+    weft.fails(&["run", "--isolated"], 1);
+    assert_eq!(statuses(&weft)["slow"], "conflicted");
+    let json = weft.status_json();
+    let reason = json["plan"]["tasks"][1]["verdict"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.contains("conflict markers are still in shared.txt"),
+        "{reason}"
+    );
+    let id = run_id(&weft);
+    assert_eq!(
+        git(
+            &weft,
+            &["show", &format!("weft/{id}/integration:shared.txt")]
+        ),
+        "from fast",
+        "markers reached the integration branch"
+    );
+
+    // A retry drops the worktrees kept for inspection and starts from a fresh cut.
+    let kept = weft
+        .work()
+        .join(format!(".weft/worktrees/{id}/2-slow-edit"));
+    assert!(kept.exists());
+    let retry = weft.ok(&["retry", "slow"]);
+    assert!(
+        retry.stdout.contains("removed its kept worktree"),
+        "{}",
+        retry.stdout
+    );
+    assert!(!kept.exists());
+    weft.ok(&[
+        "task",
+        "edit",
+        "slow",
+        "--prompt",
+        "@fake write shared.txt from fast\n@fake marker",
+    ]);
+    weft.ok(&["run", "--isolated"]);
+    assert!(statuses(&weft).values().all(|s| s == "completed"));
+}
