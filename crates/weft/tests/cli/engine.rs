@@ -359,6 +359,23 @@ fn an_engine_killed_mid_run_is_finished_by_the_next_run() {
     }
 }
 
+/// Start `weft run` in the background and wait until `task` is running.
+fn start_engine_until_running(weft: &Weft, task: &str) -> std::process::Child {
+    let mut engine = weft.command(&["run"]);
+    engine.stdout(Stdio::null()).stderr(Stdio::null());
+    let child = engine.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while statuses(weft)[task] != "in_progress" {
+        assert!(
+            Instant::now() < deadline,
+            "{task} never started: {:?}",
+            statuses(weft)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 fn nix_kill(pid: u32, signal: i32) {
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
@@ -557,14 +574,7 @@ fn control_commands_refuse_unknown_and_running_tasks() {
         no_run.stderr
     );
 
-    let mut engine = weft.command(&["run"]);
-    engine.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = engine.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while statuses(&weft)["root"] != "in_progress" {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = start_engine_until_running(&weft, "root");
     let running = weft.fails(&["retry", "root"], 1);
     assert!(
         running.stderr.contains("task #1 \"root\" is running"),
@@ -690,14 +700,7 @@ fn log_follow_and_status_watch_track_a_run_from_another_terminal() {
         "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Slow\"\nprompt = '''\n@fake say starting\n@fake hang-unless go\n@fake say wrapping up\n@fake marker\n'''\n",
     );
     weft.ok(&["plan", "--file", "plan.toml"]);
-    let mut engine = weft.command(&["run"]);
-    engine.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = engine.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while statuses(&weft)["slow"] != "in_progress" {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = start_engine_until_running(&weft, "slow");
     let mut follow = weft.command(&["log", "1", "--follow"]);
     follow.stdout(Stdio::piped());
     let follow = follow.spawn().unwrap();
@@ -860,14 +863,7 @@ fn a_task_added_from_another_terminal_joins_the_running_run() {
         "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\nid = \"slow\"\ntitle = \"Slow\"\nprompt = '''\n@fake hang-unless go\n@fake marker\n'''\n",
     );
     weft.ok(&["plan", "--file", "plan.toml"]);
-    let mut engine = weft.command(&["run"]);
-    engine.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = engine.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while statuses(&weft)["slow"] != "in_progress" {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = start_engine_until_running(&weft, "slow");
     weft.ok(&[
         "task",
         "add",
@@ -878,6 +874,7 @@ fn a_task_added_from_another_terminal_joins_the_running_run() {
         "--prompt",
         "@fake marker",
     ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while statuses(&weft)["late"] != "completed" {
         assert!(
             Instant::now() < deadline,

@@ -18,6 +18,23 @@ fn git(weft: &Weft, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Commit everything in the workspace repository.
+fn commit_everything(weft: &Weft, message: &str) {
+    git(weft, &["add", "-A"]);
+    git(
+        weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+}
+
 fn run_id(weft: &Weft) -> String {
     let branches = git(
         weft,
@@ -120,19 +137,7 @@ fn a_conflicting_landing_is_kept_apart_and_its_dependents_wait() {
          [[tasks]]\nid = \"after\"\ntitle = \"After slow\"\ndependencies = [\"slow\"]\nprompt = \"@fake marker\"\n",
     );
     weft.write("shared.txt", "original\n");
-    git(&weft, &["add", "-A"]);
-    git(
-        &weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "plan",
-        ],
-    );
+    commit_everything(&weft, "plan");
     weft.ok(&["plan", "--file", "plan.toml"]);
     let run = weft.fails(&["run", "--isolated"], 1);
     let s = statuses(&weft);
@@ -339,19 +344,7 @@ fn a_setup_command_replaces_linking_and_its_failure_fails_the_attempt() {
 fn conflict_then_repair_then_land_then_handoff_merge() {
     let weft = Weft::with_agents();
     weft.write("shared.txt", "original\n");
-    git(&weft, &["add", "-A"]);
-    git(
-        &weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "shared",
-        ],
-    );
+    commit_everything(&weft, "shared");
     let rec = weft.env.root().join("record.jsonl").display().to_string();
     weft.write(
         "plan.toml",
@@ -826,19 +819,7 @@ fn a_multi_repo_group_lands_atomically_and_hands_off_all_or_nothing() {
 fn a_repair_that_leaves_conflict_markers_is_conflicted_again_and_retry_drops_kept_worktrees() {
     let weft = Weft::with_agents();
     weft.write("shared.txt", "original\n");
-    git(&weft, &["add", "-A"]);
-    git(
-        &weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "shared",
-        ],
-    );
+    commit_everything(&weft, "shared");
     weft.write(
         "plan.toml",
         "goal = \"g\"\nrunner = \"claude-code\"\n\
