@@ -24,12 +24,12 @@
 //! 1.5x). Timing is reported, never asserted. `WEFT_BENCH_QUICK=1` runs 20 tasks once
 //! instead of 100 tasks three times (medians).
 //!
-//! Nearly all of the time is creating and deleting files (every worktree checks out, and
-//! then removes, the whole tree). On a file system whose inode allocator steps over
-//! recently deleted inodes one by one (ext4 without a journal, as in some VMs), that cost
-//! grows with the deletions of the last seconds, so a full run settles before each
-//! measured phase (`sync`, then a pause): no phase pays for the one before it. See
-//! `bench/README.md`.
+//! Nearly all of the time is creating and deleting files: every worktree checks out, and
+//! then removes, the whole tree. The repositories live in the system's temporary folder
+//! (`TMPDIR`), whose file system the bench prints. On ext4 without a journal (some VMs)
+//! the inode allocator steps over every inode deleted in the last minute, one by one, so
+//! there each phase pays for the deletions of the phases before it; run such a machine
+//! with `TMPDIR=/dev/shm`. See `bench/README.md`.
 
 #![allow(
     clippy::print_stdout,
@@ -63,10 +63,6 @@ const IDENTITY: [&str; 4] = [
     "-c",
     "user.email=bench@weft.invalid",
 ];
-/// How long a full run pauses (after `sync`) before each measured phase: ext4 without a
-/// journal passes over inodes deleted in the last 5 s (longer while their inode table
-/// block is dirty) when it allocates one, and checks them one at a time.
-const SETTLE: Duration = Duration::from_secs(6);
 /// The raw loop's integration branch.
 const RAW_INTEGRATION: &str = "weft/raw00001/integration";
 /// The steps of one raw task, in order.
@@ -85,7 +81,6 @@ fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
     let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
     let (tasks, runs) = if quick { (20, 1) } else { (100, 3) };
-    let settle = Settle(!quick);
     println!(
         "weft run --isolated, per-task isolation overhead{}  (binary: {WEFT})",
         if quick { "  [WEFT_BENCH_QUICK]" } else { "" }
@@ -106,27 +101,17 @@ fn main() {
         "repository: fresh per run, `git init -b main`, {REPO_FILES} files committed; {}",
         version.trim()
     );
+    let temp = std::env::temp_dir();
     println!(
-        "{}; load average at the start: {}",
-        if settle.0 {
-            format!(
-                "before each measured phase: sync, then a {} s pause",
-                SETTLE.as_secs()
-            )
-        } else {
-            String::from("no settling between phases (quick run)")
-        },
+        "temporary folder: {} ({}); load average at the start: {}",
+        temp.display(),
+        file_system(&temp),
         load_average()
     );
 
     // Warm caches (git, sh, the weft binary) before anything is measured.
-    raw_run(5, Settle(false));
-    let _ = timed_run(
-        &workflow_toml(&dependency_shape(5)),
-        5,
-        Mode::Shared,
-        Settle(false),
-    );
+    raw_run(5);
+    let _ = timed_run(&workflow_toml(&dependency_shape(5)), 5, Mode::Shared);
 
     let mut raw_walls = Vec::new();
     let mut raw_steps = [Duration::ZERO; STEPS.len()];
@@ -137,14 +122,14 @@ fn main() {
         for slot in 0..3 {
             match (round + slot) % 3 {
                 0 => {
-                    let raw = raw_run(tasks, settle);
+                    let raw = raw_run(tasks);
                     raw_walls.push(raw.wall);
                     for (sum, step) in raw_steps.iter_mut().zip(raw.steps) {
                         *sum += step;
                     }
                 }
-                1 => shared_walls.push(timed_run(&plan, tasks, Mode::Shared, settle)),
-                _ => isolated_walls.push(timed_run(&plan, tasks, Mode::Isolated, settle)),
+                1 => shared_walls.push(timed_run(&plan, tasks, Mode::Shared)),
+                _ => isolated_walls.push(timed_run(&plan, tasks, Mode::Isolated)),
             }
         }
     }
@@ -218,8 +203,8 @@ fn main() {
     println!(
         "where the time goes: one more run each with --json, every line timestamped as it arrives"
     );
-    traced_run(&plan, tasks, Mode::Shared, settle);
-    traced_run(&plan, tasks, Mode::Isolated, settle);
+    traced_run(&plan, tasks, Mode::Shared);
+    traced_run(&plan, tasks, Mode::Isolated);
     println!("load average at the end: {}", load_average());
 
     let verdict = if ratio <= TARGET_RATIO {
@@ -233,20 +218,16 @@ fn main() {
     );
 }
 
-/// Whether to let the file system settle before a measured phase.
-#[derive(Debug, Clone, Copy)]
-struct Settle(bool);
-
-impl Settle {
-    /// `sync`, then pause `SETTLE`, so that the deletions of earlier phases are no longer
-    /// "recent" to the inode allocator when the measured phase starts.
-    fn now(self) {
-        if self.0 {
-            let synced = Command::new("sync").status();
-            assert!(synced.is_ok_and(|s| s.success()), "sync failed");
-            std::thread::sleep(SETTLE);
-        }
-    }
+/// The type of the file system `dir` is on (`stat -f`), for the record.
+fn file_system(dir: &Path) -> String {
+    Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_else(|| String::from("file system unknown"))
 }
 
 /// The 1, 5 and 15 minute load averages, for the record.
@@ -410,10 +391,9 @@ fn workspace_with_plan(plan: &str) -> Hermetic {
 
 /// One measured `weft run [--isolated] --parallel 1` on a fresh repository: spawn, drain
 /// stdout and stderr, wait. Then checks the outcome.
-fn timed_run(plan: &str, tasks: usize, mode: Mode, settle: Settle) -> Duration {
+fn timed_run(plan: &str, tasks: usize, mode: Mode) -> Duration {
     let env = workspace_with_plan(plan);
     let mut command = weft(&env, mode.args());
-    settle.now();
     let started = Instant::now();
     let output = command.output().expect("weft can be spawned");
     let elapsed = started.elapsed();
@@ -567,7 +547,7 @@ impl Laps {
 /// tip, run the agent there (`sh -c 'printf x > fNNN.txt'`, output through pipes), commit
 /// everything, merge onto the integration tip without a checkout, move the integration
 /// branch with a compare-and-swap, remove the worktree.
-fn raw_run(tasks: usize, settle: Settle) -> Raw {
+fn raw_run(tasks: usize) -> Raw {
     let env = Hermetic::new();
     fresh_repo(&env);
     let repo = env.work();
@@ -578,7 +558,6 @@ fn raw_run(tasks: usize, settle: Settle) -> Raw {
     let integration_ref = format!("refs/heads/{RAW_INTEGRATION}");
     let worktrees = repo.join(".weft/worktrees/raw00001");
     let mut tip = base;
-    settle.now();
     let started = Instant::now();
     let mut laps = Laps {
         last: started,
@@ -649,13 +628,12 @@ struct Seen {
 /// A `weft run [--isolated] --parallel 1 --json` whose lines are timestamped on arrival:
 /// prints where each task's time goes (one task at a time, so the phases add up to the
 /// wall time).
-fn traced_run(plan: &str, tasks: usize, mode: Mode, settle: Settle) {
+fn traced_run(plan: &str, tasks: usize, mode: Mode) {
     let env = workspace_with_plan(plan);
     let mut args = mode.args().to_vec();
     args.push("--json");
     let mut command = weft(&env, &args);
     command.stderr(Stdio::null());
-    settle.now();
     let started = Instant::now();
     let mut child = command.spawn().expect("weft can be spawned");
     let stdout = child.stdout.take().expect("stdout is piped");
