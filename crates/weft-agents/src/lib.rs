@@ -11,5 +11,6 @@ pub mod preflight;
 pub mod stream;
 pub mod supervise;
 pub mod template;
+pub mod transcript;
 
 pub use event::{AgentEvent, StreamKind};

@@ -12,6 +12,7 @@
 //! needs_tty = false           # default false
 //! marker = true               # default true; false: no completion marker, the exit code decides
 //! install = "npm i -g myagent"  # optional: how to install the CLI, shown when it is missing
+//! transcript = "claude-code"      # optional: claude-code | codex | opencode, whose session store to read
 //!
 //! [modes]                     # task mode id -> value of {{mode}}
 //! default = "auto"            # used when a task names no mode
@@ -327,6 +328,7 @@ struct RawManifest {
     #[serde(default = "default_true")]
     marker: bool,
     install: Option<String>,
+    transcript: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -352,6 +354,8 @@ pub struct Manifest {
     root_env: Vec<EnvEntry>,
     marker: bool,
     install: Option<String>,
+    /// Which agent store holds this runner's session transcripts.
+    transcript: Option<crate::transcript::Store>,
     /// The file it was read from (`None` for built-ins and inline text).
     file: Option<PathBuf>,
     /// How messages name this manifest.
@@ -438,6 +442,11 @@ impl Manifest {
     /// How to install the CLI, when the manifest says.
     pub fn install(&self) -> Option<&str> {
         self.install.as_deref()
+    }
+
+    /// Which agent store holds this runner's session transcripts, if any.
+    pub fn transcript(&self) -> Option<crate::transcript::Store> {
+        self.transcript
     }
 
     /// `(mode id, value)` pairs in file order.
@@ -740,6 +749,16 @@ impl Validator<'_> {
         {
             return Err(self.invalid("install", install, "leave it out instead of empty"));
         }
+        let transcript = match &raw.transcript {
+            None => None,
+            Some(name) => Some(crate::transcript::Store::parse(name).ok_or_else(|| {
+                self.invalid(
+                    "transcript",
+                    name,
+                    "known transcript stores: claude-code, codex, opencode",
+                )
+            })?),
+        };
 
         Ok(Manifest {
             name,
@@ -755,6 +774,7 @@ impl Validator<'_> {
             root_env,
             marker: raw.marker,
             install: raw.install,
+            transcript,
             file: file.map(Path::to_owned),
             label,
         })

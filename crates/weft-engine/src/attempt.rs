@@ -9,6 +9,7 @@ use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest};
 use weft_agents::supervise::{
     Attempt as Supervised, Canceller, Outcome, SuperviseOptions, SupervisorEvent,
 };
+use weft_agents::transcript::{Found, Locator, Query, Store, find as find_transcript};
 use weft_core::marker::Marker;
 use weft_core::prompt::compose;
 use weft_core::verdict::CheckRun;
@@ -34,6 +35,38 @@ pub(crate) enum Msg {
 pub(crate) struct AttemptResult {
     pub outcome: Outcome,
     pub checks: Vec<CheckRun>,
+    /// The agent's own transcript of the attempt, when its runner names a store.
+    pub transcript: Option<Found>,
+}
+
+/// Where to look for an attempt's transcript once it has ended.
+#[derive(Debug, Clone)]
+pub(crate) struct TranscriptPlan {
+    pub store: Store,
+    pub locator: Locator,
+    pub cwd: PathBuf,
+    pub started_at: SystemTime,
+    pub marker: Option<String>,
+    /// The session id weft chose (Claude Code); others announce theirs in the stream.
+    pub session_id: Option<String>,
+    pub answer_chars: usize,
+}
+
+impl TranscriptPlan {
+    pub fn find(&self, announced: Option<&str>) -> Option<Found> {
+        let session = self.session_id.as_deref().or(announced);
+        find_transcript(
+            self.store,
+            &self.locator,
+            &Query {
+                cwd: &self.cwd,
+                started_at: self.started_at,
+                marker: self.marker.as_deref(),
+                session_id: session,
+                answer_chars: self.answer_chars,
+            },
+        )
+    }
 }
 
 /// Everything decided before an attempt starts.
@@ -187,6 +220,7 @@ pub(crate) struct CheckPlan {
     pub kill_grace: Duration,
     pub secrets: Vec<String>,
     pub receives_marker: bool,
+    pub transcript: Option<TranscriptPlan>,
 }
 
 /// Start the attempt's process, then hand waiting (and checks) to its own thread.
@@ -230,10 +264,17 @@ pub(crate) fn start(
             let outcome = supervised.wait();
             // Every event the attempt produced reaches the engine before its end does.
             let _ = forwarder.join();
+            let transcript = checks
+                .transcript
+                .as_ref()
+                .and_then(|plan| plan.find(outcome.session_id.as_deref()));
+            let marker_in_transcript = transcript
+                .as_ref()
+                .is_some_and(|found| found.marker_found && !found.weak);
             let agent_passed = !outcome.timed_out
                 && !outcome.cancelled
                 && if checks.receives_marker {
-                    outcome.marker.is_some()
+                    outcome.marker.is_some() || marker_in_transcript
                 } else {
                     outcome.exit_code == Some(0)
                 };
@@ -244,7 +285,11 @@ pub(crate) fn start(
             };
             let _ = to_engine.send(Msg::Finished {
                 attempt: id,
-                result: Box::new(AttemptResult { outcome, checks }),
+                result: Box::new(AttemptResult {
+                    outcome,
+                    checks,
+                    transcript,
+                }),
             });
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;

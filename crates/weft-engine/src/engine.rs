@@ -21,7 +21,7 @@ use weft_core::{
 use weft_store::{OpenOptions, Store, TaskUpdate};
 
 use crate::attempt::{
-    self, CheckPlan, LaunchIds, Msg, plan_launch, runner_name, supervise_options,
+    self, CheckPlan, LaunchIds, Msg, TranscriptPlan, plan_launch, runner_name, supervise_options,
 };
 use crate::control::release_blocked;
 use crate::error::EngineError;
@@ -700,6 +700,9 @@ fn launch(
     .map_err(|e| e.to_string())?;
     let log_path = log_dir.join(format!("{attempt_id}.log"));
     let receives_marker = launch.marker.is_some();
+    let transcript_store = attempt::manifest_for(config, plan, index)
+        .ok()
+        .and_then(|m| m.transcript());
     let mut record = Attempt {
         id: attempt_id.clone(),
         run_id: run_id.to_owned(),
@@ -712,7 +715,7 @@ fn launch(
         worktree: cut.as_ref().map(|c| c.path.display().to_string()),
         branch: cut.as_ref().map(|c| c.branch.clone()),
         marker: launch.marker.as_ref().map(|m| m.token()),
-        session_id: Some(session_id),
+        session_id: Some(session_id.clone()),
         agent_session_id: None,
         pid: None,
         process_group: None,
@@ -747,6 +750,20 @@ fn launch(
         kill_grace: config.kill_grace,
         secrets: config.secrets.clone(),
         receives_marker,
+        transcript: match (receives_marker, transcript_store) {
+            (true, Some(store)) => Some(TranscriptPlan {
+                store,
+                locator: config.locator.clone(),
+                cwd: cwd.clone(),
+                // A little slack: file times and our clock need not agree to the millisecond.
+                started_at: SystemTime::now() - std::time::Duration::from_secs(2),
+                marker: launch.marker.as_ref().map(|m| m.token()),
+                session_id: (store == weft_agents::transcript::Store::ClaudeCode)
+                    .then(|| session_id.clone()),
+                answer_chars: config.answer_chars,
+            }),
+            _ => None,
+        },
     };
     let record_links: Vec<String> = cut.as_ref().map(Cut::links).unwrap_or_default();
     let options = supervise_options(config, log_path, launch.marker.as_ref());
@@ -994,9 +1011,16 @@ fn finish_attempt(
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(), EngineError> {
     let outcome = result.outcome;
+    let transcript = result.transcript;
+    let strong_transcript = transcript.as_ref().filter(|t| !t.weak);
+    let transcript_answer = strong_transcript.and_then(|t| t.final_answer.clone());
     let evidence = Evidence {
         receives_marker: running.receives_marker,
-        marker_seen: outcome.marker.map(str::to_owned),
+        marker_seen: outcome.marker.map(str::to_owned).or_else(|| {
+            strong_transcript
+                .filter(|t| t.marker_found)
+                .map(|_| "transcript".to_owned())
+        }),
         exit_code: outcome.exit_code,
         signal: outcome.signal,
         timed_out: outcome.timed_out,
@@ -1115,7 +1139,7 @@ fn finish_attempt(
         output_tokens: outcome.output_tokens,
         cost_usd: outcome.cost_usd,
         denials: denials.clone(),
-        final_text: outcome.final_text.clone(),
+        final_text: outcome.final_text.clone().or(transcript_answer.clone()),
         agent_session_id: outcome.session_id.clone().or(running.agent_session),
         landing,
         ..running.attempt
@@ -1124,14 +1148,22 @@ fn finish_attempt(
         &attempt,
         Some((
             "attempt_finished",
-            json!({ "attempt": attempt.id, "task": attempt.task_id, "status": attempt_status.as_str(), "reason": verdict.reason }),
+            json!({
+                "attempt": attempt.id, "task": attempt.task_id, "status": attempt_status.as_str(),
+                "reason": verdict.reason,
+                "transcript": transcript.as_ref().map(|t| json!({
+                    "path": t.path, "weak": t.weak, "marker_found": t.marker_found, "how": t.how,
+                })),
+            }),
         )),
         now(),
     )?;
     // What dependents are handed: what the assistant wrote last (structured streams), else
     // its final answer, else its raw output.
-    let carried = Some(running.assistant_tail.as_str())
+    let carried = transcript_answer
+        .as_deref()
         .filter(|t| !t.trim().is_empty())
+        .or(Some(running.assistant_tail.as_str()).filter(|t| !t.trim().is_empty()))
         .or(outcome
             .final_text
             .as_deref()

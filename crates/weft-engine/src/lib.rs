@@ -66,6 +66,10 @@ pub struct EngineConfig {
     /// How often the loop looks at the store for control requests and edits.
     pub poll_interval: Duration,
     pub preflight_timeout: Duration,
+    /// Where the agents' transcript stores live (the front end reads the environment).
+    pub locator: weft_agents::transcript::Locator,
+    /// Bound on a transcript's final answer, in characters.
+    pub answer_chars: usize,
 }
 
 /// What the engine reports while it runs. Front ends render these; nothing else prints.

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     cancel, complete, config, demo, force_start, handoff, init, log, manual, plan, prompt, rearm,
-    repair, retry, run, runners, sessions, skip, status, stop, task, uncomplete,
+    repair, retry, run, runners, sessions, skip, status, stop, task, transcript, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -81,4 +81,6 @@ pub enum Command {
     Repair(repair::Args),
     /// Show a manual task's checklist and where to do it; tick steps with --done.
     Manual(manual::Args),
+    /// Show the agent's own transcript of a task's latest attempt and its final answer.
+    Transcript(transcript::Args),
 }

@@ -173,7 +173,24 @@ impl Ctx {
             busy_timeout: self.settings.busy_timeout(),
             poll_interval: weft_engine::defaults::POLL_INTERVAL,
             preflight_timeout: weft_engine::defaults::PREFLIGHT_TIMEOUT,
+            locator: transcript_locator(),
+            answer_chars: self.settings.answer_chars(),
         })
+    }
+}
+
+/// Where the agent CLIs keep their transcripts, from the environment.
+pub fn transcript_locator() -> weft_agents::transcript::Locator {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    weft_agents::transcript::Locator {
+        home: var("HOME"),
+        claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+        codex_home: var("CODEX_HOME"),
+        xdg_data_home: var("XDG_DATA_HOME"),
     }
 }
 

@@ -100,6 +100,13 @@ pub const KEYS: &[Key] = &[
         check: anything,
     },
     Key {
+        name: "answer_chars",
+        env: "WEFT_ANSWER_CHARS",
+        default: "4000",
+        about: "how much of an agent's final answer (from its transcript) weft keeps, in characters",
+        check: answer_chars,
+    },
+    Key {
         name: "busy_timeout_ms",
         env: "WEFT_BUSY_TIMEOUT_MS",
         default: "5000",
@@ -113,6 +120,13 @@ fn non_empty(value: &str) -> Result<(), String> {
         Err("must not be empty".into())
     } else {
         Ok(())
+    }
+}
+
+fn answer_chars(value: &str) -> Result<(), String> {
+    match value.parse::<usize>() {
+        Ok(n) if (100..=1_000_000).contains(&n) => Ok(()),
+        _ => Err("must be a whole number from 100 to 1000000".into()),
     }
 }
 
@@ -255,6 +269,10 @@ impl Settings {
 
     pub fn isolation(&self) -> bool {
         parse_bool(self.raw("isolation")).unwrap_or(true)
+    }
+
+    pub fn answer_chars(&self) -> usize {
+        self.raw("answer_chars").parse().unwrap_or(4000)
     }
 
     pub fn repos(&self) -> Vec<String> {

@@ -30,6 +30,7 @@
 //! | `require PATH` | stop here (exit 0, no marker) unless PATH exists: a task that fails until a file appears |
 //! | `hang-unless PATH` | wait until PATH exists: a task that hangs until a file appears |
 //! | `marker-raw` | the assembled marker written raw to stdout, with no newline |
+//! | `transcript-marker` | a Claude Code transcript (`$CLAUDE_CONFIG_DIR/projects/<cwd with non-alphanumerics as ->/<session>.jsonl`) whose last assistant turn holds the marker, which is not printed |
 //! | `flood BYTES`, `garbage BYTES`, `no-newline TEXT` | raw stdout noise (`k`/`m` suffixes) |
 //! | `spawn-hang` | background grandchild `sleep 600`; `child-pid N` on stderr |
 //! | `record FILE` | append a `start` JSON line now and an `end` line at exit |
@@ -320,6 +321,15 @@ impl<W: Write> Agent<W> {
                     out.flush()?;
                 }
             }
+            Directive::TranscriptMarker => {
+                if let Some(token) = markers::follow_instruction(&self.prompt) {
+                    write_claude_transcript(
+                        self.emitter.session_id(),
+                        &self.prompt,
+                        &format!("All done; the work is in place.\n{token}"),
+                    )?;
+                }
+            }
             Directive::Require(path) => {
                 if !Path::new(path).exists() {
                     return Ok(Some(0));
@@ -543,4 +553,47 @@ fn garbage(out: &mut impl Write, bytes: u64) -> io::Result<()> {
         remaining -= take as u64;
     }
     out.flush()
+}
+
+/// Write a minimal Claude Code transcript in the real record shapes: the user's prompt,
+/// then one assistant turn holding `answer`.
+fn write_claude_transcript(session_id: &str, prompt: &str, answer: &str) -> io::Result<()> {
+    let root = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        .unwrap_or_else(|| PathBuf::from(".claude"));
+    let cwd = std::env::current_dir()?;
+    let munged: String = cwd
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = root.join("projects").join(munged);
+    fs_err::create_dir_all(&dir)?;
+    let cwd = cwd.to_string_lossy().into_owned();
+    let user = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "type": "user",
+        "message": { "role": "user", "content": prompt },
+        "uuid": "00000000-0000-4000-8000-000000000001", "timestamp": "2026-11-29T22:30:03.019Z",
+        "userType": "external", "entrypoint": "sdk-cli", "cwd": cwd, "sessionId": session_id,
+        "version": "2.1.197",
+    });
+    let assistant = serde_json::json!({
+        "parentUuid": "00000000-0000-4000-8000-000000000001", "isSidechain": false,
+        "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [{ "type": "text", "text": answer }],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": { "input_tokens": 100, "output_tokens": 10 },
+        },
+        "requestId": "req_fake", "type": "assistant", "uuid": "00000000-0000-4000-8000-000000000002",
+        "timestamp": "2026-11-29T22:30:03.193Z", "userType": "external", "entrypoint": "sdk-cli",
+        "cwd": cwd, "sessionId": session_id, "version": "2.1.197",
+    });
+    let mut text = String::new();
+    for record in [user, assistant] {
+        text.push_str(&record.to_string());
+        text.push('\n');
+    }
+    fs_err::write(dir.join(format!("{session_id}.jsonl")), text)
 }

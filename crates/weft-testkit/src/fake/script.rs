@@ -40,6 +40,9 @@ pub enum Directive {
     HangUnless(String),
     /// `marker-raw`: the assembled marker written raw to stdout with no newline.
     MarkerRaw,
+    /// `transcript-marker`: write a Claude Code transcript whose final assistant turn holds
+    /// the assembled marker, without printing the marker on stdout.
+    TranscriptMarker,
     /// `crash`: abort, no final record.
     Crash,
     /// `kill-self`: SIGKILL.
@@ -175,6 +178,7 @@ pub fn parse_line(line: &str) -> Result<Option<Directive>, String> {
         "require" if !rest.is_empty() => Directive::Require(rest.to_owned()),
         "hang-unless" if !rest.is_empty() => Directive::HangUnless(rest.to_owned()),
         "marker-raw" => Directive::MarkerRaw,
+        "transcript-marker" => Directive::TranscriptMarker,
         "crash" => Directive::Crash,
         "kill-self" => Directive::KillSelf,
         "flood" => Directive::Flood(parse_size(word, rest)?),

@@ -22,6 +22,7 @@ pub mod skip;
 pub mod status;
 pub mod stop;
 pub mod task;
+pub mod transcript;
 pub mod uncomplete;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Handoff(args) => handoff::run(args, globals),
         Command::Repair(args) => repair::run(args, globals),
         Command::Manual(args) => manual::run(args, globals),
+        Command::Transcript(args) => transcript::run(args, globals),
     }
 }
 

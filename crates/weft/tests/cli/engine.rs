@@ -887,3 +887,64 @@ fn a_task_added_from_another_terminal_joins_the_running_run() {
     assert!(child.wait().unwrap().success());
     assert!(statuses(&weft).values().all(|s| s == "completed"));
 }
+
+/// The transcript is the record: a marker the agent only wrote into its own session file
+/// is evidence, the verdict says where it came from, and `weft transcript` shows it.
+#[test]
+fn a_marker_found_only_in_the_agents_transcript_passes() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        &format!(
+            "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Quiet\"\nprompt = '''\n@fake say working on it\n@fake transcript-marker\n'''\n\
+             [[tasks]]\ntitle = \"Next\"\ndependencies = [1]\nprompt = '''\nDo the next part.\n@fake record {}\n@fake marker\n'''\n",
+            weft.env.root().join("record.jsonl").display()
+        ),
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run"]);
+    let json = weft.status_json();
+    let verdict = &json["plan"]["tasks"][0]["verdict"];
+    assert_eq!(verdict["outcome"], "pass", "{verdict}");
+    let marker = verdict["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "completion_marker")
+        .unwrap();
+    assert!(
+        marker["detail"].as_str().unwrap().contains("transcript"),
+        "{marker}"
+    );
+    // The dependent was handed the transcript's final answer, not the terminal tail.
+    let handed = &records(&weft)
+        .into_iter()
+        .find(|r| r.event == "start")
+        .unwrap()
+        .prompt;
+    assert!(
+        handed.contains("All done; the work is in place."),
+        "{handed}"
+    );
+    let shown = weft.ok(&["transcript", "1"]).stdout;
+    assert!(shown.contains(".claude/projects/"), "{shown}");
+    assert!(
+        shown.contains("the attempt's marker is in it: evidence"),
+        "{shown}"
+    );
+    assert!(shown.contains("All done; the work is in place."), "{shown}");
+    // Without a transcript store (exec), the command says so.
+    let exec = Weft::with_agents();
+    exec.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"true\"\n",
+    );
+    exec.ok(&["plan", "--file", "plan.toml"]);
+    exec.ok(&["run"]);
+    let none = exec.fails(&["transcript", "1"], 1);
+    assert!(
+        none.stderr.contains("keeps no transcript"),
+        "{}",
+        none.stderr
+    );
+}

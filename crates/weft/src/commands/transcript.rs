@@ -1,0 +1,106 @@
+//! `weft transcript N`: the agent's own transcript of a task's latest attempt — where it
+//! is, how it was chosen, and the final answer extracted from it.
+
+use std::fmt::Write as _;
+use std::time::{Duration, UNIX_EPOCH};
+
+use weft_agents::transcript::{Query, find};
+use weft_core::resolve_task_ref;
+
+use crate::cli::Globals;
+use crate::commands::stdout;
+use crate::context::{Ctx, transcript_locator};
+use crate::error::{CliError, CliResult};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task: order number, #order, id or id prefix.
+    pub task: String,
+    /// Print a JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    let ctx = Ctx::load(globals)?;
+    let store = ctx.store_with_plans()?;
+    let plan = store.plan(&ctx.plan_id(&store)?)?;
+    let index = resolve_task_ref(&plan.tasks, &args.task).map_err(weft_core::EditError::from)?;
+    let task = &plan.tasks[index];
+    let attempt = store
+        .attempts_of_task(&plan.id, &task.id)?
+        .into_iter()
+        .last()
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "task #{} {:?} has not run yet",
+                task.order, task.id
+            ))
+        })?;
+    let (registry, _) = ctx.registry();
+    let transcript_store = registry
+        .get(&attempt.runner)
+        .and_then(|m| m.manifest.transcript())
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "the runner {:?} keeps no transcript weft can read",
+                attempt.runner
+            ))
+            .hint("transcripts are read for claude-code, codex and opencode (manifest key `transcript`)")
+        })?;
+    let started = UNIX_EPOCH
+        + Duration::from_millis(u64::try_from(attempt.started_at).unwrap_or(0))
+        - Duration::from_secs(2);
+    let session = match transcript_store {
+        weft_agents::transcript::Store::ClaudeCode => attempt.session_id.clone(),
+        _ => attempt.agent_session_id.clone(),
+    };
+    let cwd = std::path::PathBuf::from(&attempt.cwd);
+    let found = find(
+        transcript_store,
+        &transcript_locator(),
+        &Query {
+            cwd: &cwd,
+            started_at: started,
+            marker: attempt.marker.as_deref(),
+            session_id: session.as_deref(),
+            answer_chars: ctx.settings.answer_chars(),
+        },
+    );
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&found).expect("transcripts serialize");
+        text.push('\n');
+        return stdout(&text);
+    }
+    let Some(found) = found else {
+        return Err(CliError::new(format!(
+            "no {} transcript found for task #{} {:?} (attempt {}, in {})",
+            transcript_store.as_str(),
+            task.order,
+            task.id,
+            attempt.number,
+            attempt.cwd
+        ))
+        .hint("weft judged it by its captured output instead: `weft log N`"));
+    };
+    let mut text = String::new();
+    let _ = writeln!(text, "transcript: {}", found.path.display());
+    if let Some(id) = &found.session_id {
+        let _ = writeln!(text, "session:    {id}");
+    }
+    let evidence = if found.weak {
+        "weak match (no marker in it): not evidence"
+    } else if found.marker_found {
+        "the attempt's marker is in it: evidence"
+    } else {
+        "matched by session id"
+    };
+    let _ = writeln!(text, "match:      {evidence}");
+    for step in &found.how {
+        let _ = writeln!(text, "  - {step}");
+    }
+    let _ = writeln!(text, "--- final answer");
+    text.push_str(found.final_answer.as_deref().unwrap_or("(none)"));
+    text.push('\n');
+    stdout(&text)
+}
