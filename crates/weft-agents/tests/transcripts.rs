@@ -870,7 +870,7 @@ fn codex_real_rollouts_parse() {
         Some("All done. ORCH-DONE-MARKER-7f3a9c")
     );
     assert_eq!(
-        scan.thread_id.as_deref(),
+        scan.session_id.as_deref(),
         Some("01a2294c-cdab-7ec2-b19d-8fe47915ddcd")
     );
     assert_eq!(

@@ -216,29 +216,7 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
     )
 }
 
-/// What [`scan_file`] learnt from one transcript.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scan {
-    /// The first `cwd` its records carry.
-    pub cwd: Option<PathBuf>,
-    /// The first `sessionId` its records carry.
-    pub session_id: Option<String>,
-    /// The marker appears in (non-sidechain, non-error) assistant text.
-    pub marker_found: bool,
-    /// The text blocks of the last assistant message, joined with newlines (not clamped).
-    pub final_answer: Option<String>,
-    /// Input tokens (plain, cache creation and cache reads) summed over the assistant
-    /// messages, each counted once (its last record).
-    pub input_tokens: Option<u64>,
-    /// Output tokens summed likewise.
-    pub output_tokens: Option<u64>,
-    /// Lines read.
-    pub lines: u64,
-    /// Lines skipped: not JSON, an unexpected shape, or longer than [`MAX_LINE`].
-    pub skipped_lines: u64,
-    /// Reading stopped early: the records carry another cwd than expected.
-    pub cwd_mismatch: bool,
-}
+pub use super::Scan;
 
 /// Streams one Claude Code transcript, line by line. `None` when it cannot be opened.
 pub fn scan_file(path: &Path, marker: Option<&str>) -> Option<Scan> {
@@ -780,10 +758,17 @@ impl FileFacts for Scan {
         how: Vec<String>,
         weak: bool,
     ) -> Found {
-        let session_id = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .or(self.session_id);
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let session_id = match store {
+            // Claude names the file after the session.
+            Store::ClaudeCode => stem.or(self.session_id),
+            // A rollout's name ends with the thread id (36 characters).
+            _ => self.session_id.or_else(|| {
+                let stem = stem?;
+                let start = stem.len().checked_sub(36)?;
+                stem.get(start..).map(str::to_owned)
+            }),
+        };
         Found {
             store,
             session_id,

@@ -31,9 +31,9 @@ use memchr::memmem::Finder;
 use serde::Deserialize;
 
 use super::claude::{
-    Candidate, Content, FileFacts, Str, after_start, choose, cwd_forms, for_each_line, is_file,
+    Candidate, Content, Str, after_start, choose, cwd_forms, for_each_line, is_file,
 };
-use super::{Found, Locator, Query, Store, clamp};
+use super::{Found, Locator, Query, Store};
 use crate::evidence::text_contains_marker;
 
 /// Find the attempt's Codex rollout. See the module documentation.
@@ -172,28 +172,7 @@ fn walk(
     (listed, out, by_name)
 }
 
-/// What [`scan_file`] learnt from one rollout.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scan {
-    /// `session_meta.payload.cwd`.
-    pub cwd: Option<PathBuf>,
-    /// `session_meta.payload.id` (the thread id).
-    pub thread_id: Option<String>,
-    /// The marker appears in assistant-authored text.
-    pub marker_found: bool,
-    /// The last turn's final answer (not clamped).
-    pub final_answer: Option<String>,
-    /// The last `token_count`'s total input tokens.
-    pub input_tokens: Option<u64>,
-    /// The last `token_count`'s total output tokens.
-    pub output_tokens: Option<u64>,
-    /// Lines read.
-    pub lines: u64,
-    /// Lines skipped: not JSON, an unexpected shape, or too long.
-    pub skipped_lines: u64,
-    /// Reading stopped early: the session metadata names another cwd than expected.
-    pub cwd_mismatch: bool,
-}
+pub use super::Scan;
 
 /// Streams one rollout file, line by line. `None` when it cannot be opened.
 pub fn scan_file(path: &Path, marker: Option<&str>) -> Option<Scan> {
@@ -257,7 +236,7 @@ impl State<'_> {
         match (kind.0.as_ref(), ptype) {
             ("session_meta", _) if !self.meta_seen => {
                 self.meta_seen = true;
-                self.scan.thread_id = p.id.map(|i| i.0.into_owned());
+                self.scan.session_id = p.id.map(|i| i.0.into_owned());
                 if let Some(cwd) = p.cwd {
                     let cwd = PathBuf::from(cwd.0.as_ref());
                     let mismatch = self
@@ -387,48 +366,4 @@ struct Info {
 struct Tokens {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
-}
-
-impl FileFacts for Scan {
-    fn marker_found(&self) -> bool {
-        self.marker_found
-    }
-
-    fn cwd_matches(&self) -> Option<bool> {
-        if self.cwd_mismatch {
-            Some(false)
-        } else {
-            self.cwd.as_ref().map(|_| true)
-        }
-    }
-
-    fn into_found(
-        self,
-        store: Store,
-        path: PathBuf,
-        query: &Query<'_>,
-        how: Vec<String>,
-        weak: bool,
-    ) -> Found {
-        let session_id = self.thread_id.or_else(|| {
-            // The last 36 characters before `.jsonl` are the thread id.
-            let stem = path.file_stem()?.to_string_lossy().into_owned();
-            let start = stem.len().checked_sub(36)?;
-            stem.get(start..).map(str::to_owned)
-        });
-        Found {
-            store,
-            session_id,
-            marker_found: self.marker_found,
-            weak,
-            how,
-            final_answer: self
-                .final_answer
-                .map(|a| clamp(&a, query.answer_chars))
-                .filter(|a| !a.is_empty()),
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            path,
-        }
-    }
 }

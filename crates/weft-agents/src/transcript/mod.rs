@@ -104,6 +104,29 @@ pub fn find(store: Store, locator: &Locator, query: &Query<'_>) -> Option<Found>
     }
 }
 
+/// What a reader learnt from streaming one transcript file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The first working directory its records carry.
+    pub cwd: Option<PathBuf>,
+    /// The session (thread) id its records carry.
+    pub session_id: Option<String>,
+    /// The marker appears in assistant-authored text.
+    pub marker_found: bool,
+    /// The last assistant turn's text (not clamped).
+    pub final_answer: Option<String>,
+    /// Input tokens, when the records carry them.
+    pub input_tokens: Option<u64>,
+    /// Output tokens, when the records carry them.
+    pub output_tokens: Option<u64>,
+    /// Lines read.
+    pub lines: u64,
+    /// Lines skipped: not JSON, an unexpected shape, or too long.
+    pub skipped_lines: u64,
+    /// Reading stopped early: the records name another cwd than expected.
+    pub cwd_mismatch: bool,
+}
+
 /// The last `max` characters of `text` (whole characters), trimmed.
 pub fn clamp(text: &str, max: usize) -> String {
     let text = text.trim();
