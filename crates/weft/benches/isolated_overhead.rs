@@ -46,8 +46,9 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 use weft_testkit::Hermetic;
 
-/// The `weft` binary cargo built for this bench.
-const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+#[path = "common/mod.rs"]
+mod common;
+use common::{Median, Rng, Seen, WEFT, ms, ms2, path_str, run_ok, weft};
 
 /// Files committed on `main` in every repository (in 20 folders).
 const REPO_FILES: usize = 300;
@@ -265,48 +266,9 @@ impl Mode {
     }
 }
 
-/// The median of a few timings, and all of them for the record.
-#[derive(Debug)]
-struct Median {
-    median: Duration,
-    samples: Vec<Duration>,
-}
-
-impl Median {
-    fn of(samples: Vec<Duration>) -> Median {
-        assert!(!samples.is_empty(), "at least one sample");
-        let mut sorted = samples.clone();
-        sorted.sort_unstable();
-        Median {
-            median: sorted[(sorted.len() - 1) / 2],
-            samples,
-        }
-    }
-
-    fn list(&self) -> String {
-        self.samples
-            .iter()
-            .map(|d| format!("{:.1}", d.as_secs_f64() * 1000.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn ms2(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
 /// `a - b` in milliseconds, with its sign.
 fn signed_ms2(a: Duration, b: Duration) -> String {
     format!("{:+.2} ms", (a.as_secs_f64() - b.as_secs_f64()) * 1000.0)
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("temporary paths are UTF-8")
 }
 
 /// The file task `number` (1-based) writes.
@@ -351,30 +313,6 @@ fn fresh_repo(env: &Hermetic) {
     let mut commit = IDENTITY.to_vec();
     commit.extend(["commit", "-q", "-m", "base"]);
     git_out(env, &work, &commit);
-}
-
-fn weft(env: &Hermetic, args: &[&str]) -> Command {
-    let mut command = env.command(WEFT);
-    command
-        .args(args)
-        .env("WEFT_WORKSPACE", env.work())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-/// Spawn `weft args`, wait, and return all of stdout; panics (with stderr) on failure.
-fn run_ok(env: &Hermetic, args: &[&str]) -> Vec<u8> {
-    let output = weft(env, args).output().expect("weft can be spawned");
-    assert!(
-        output.status.success(),
-        "weft {} failed ({}):\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
 }
 
 /// A fresh hermetic repository made a weft workspace, with the plan imported (the plan
@@ -617,14 +555,6 @@ fn raw_run(tasks: usize) -> Raw {
     }
 }
 
-/// One event line of `weft run --json` and when it arrived.
-#[derive(Debug)]
-struct Seen {
-    at: Duration,
-    event: String,
-    task: Option<String>,
-}
-
 /// A `weft run [--isolated] --parallel 1 --json` whose lines are timestamped on arrival:
 /// prints where each task's time goes (one task at a time, so the phases add up to the
 /// wall time).
@@ -713,23 +643,6 @@ fn phases(seen: &[Seen], wall: Duration) -> String {
         ms(between),
         ms(wall.saturating_sub(last_finish))
     )
-}
-
-/// A small deterministic generator (xorshift), so every run benches the same plan.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Each task's dependencies (0-based indexes of earlier tasks, 0–2 of them): about 40%

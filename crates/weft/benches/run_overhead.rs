@@ -20,15 +20,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use fs_err as fs;
 use weft_testkit::Hermetic;
 
-/// The `weft` binary cargo built for this bench.
-const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+#[path = "common/mod.rs"]
+mod common;
+use common::{Median, Rng, Seen, WEFT, ms, ms2, path_str, run_ok, weft};
 
 /// Tasks in the plan.
 const TASKS: usize = 200;
@@ -137,71 +138,8 @@ fn main() {
     }
 }
 
-/// The median of a few timings, and all of them for the record.
-#[derive(Debug)]
-struct Median {
-    median: Duration,
-    samples: Vec<Duration>,
-}
-
-impl Median {
-    fn of(samples: Vec<Duration>) -> Median {
-        assert!(!samples.is_empty(), "at least one sample");
-        let mut sorted = samples.clone();
-        sorted.sort_unstable();
-        Median {
-            median: sorted[(sorted.len() - 1) / 2],
-            samples,
-        }
-    }
-
-    fn list(&self) -> String {
-        self.samples
-            .iter()
-            .map(|d| format!("{:.1}", d.as_secs_f64() * 1000.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn ms2(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
 fn ms_per_task(d: Duration) -> String {
     ms2(d / TASKS as u32)
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("temporary paths are UTF-8")
-}
-
-fn weft(env: &Hermetic, args: &[&str]) -> Command {
-    let mut command = env.command(WEFT);
-    command
-        .args(args)
-        .env("WEFT_WORKSPACE", env.work())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-/// Spawn `weft args`, wait, and return all of stdout; panics (with stderr) on failure.
-fn run_ok(env: &Hermetic, args: &[&str]) -> Vec<u8> {
-    let output = weft(env, args).output().expect("weft can be spawned");
-    assert!(
-        output.status.success(),
-        "weft {} failed ({}):\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
 }
 
 /// A fresh hermetic workspace (`weft init`) with the plan imported and current.
@@ -284,14 +222,6 @@ fn agent_time(count: usize) -> Duration {
         assert!(output.status.success(), "sh -c true failed");
     }
     started.elapsed()
-}
-
-/// One event line of `weft run --json` and when it arrived.
-#[derive(Debug)]
-struct Seen {
-    at: Duration,
-    event: String,
-    task: Option<String>,
 }
 
 /// A `weft run --parallel N --json` whose lines are timestamped on arrival: prints the
@@ -388,23 +318,6 @@ fn phases(seen: &[Seen], wall: Duration) -> String {
         ms(between),
         ms(wall.saturating_sub(last_finish))
     )
-}
-
-/// A small deterministic generator (xorshift), so every run benches the same plan.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Each task's dependencies (0-based indexes of earlier tasks, 0–3 of them): about 15%
