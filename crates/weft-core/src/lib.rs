@@ -3,6 +3,7 @@
 //! Nothing here does I/O, reads a clock or draws randomness: callers pass time and ids in,
 //! so every rule can be tested directly and reused by every front end.
 
+pub mod approval;
 pub mod edit;
 pub mod marker;
 pub mod model;
