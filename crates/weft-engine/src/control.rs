@@ -133,6 +133,29 @@ fn not_running(target: &Target) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Store `update` for the target (one event, naming what it was), release the blocked
+/// tasks that no longer have a failure upstream, and report both.
+fn settle(
+    store: &mut Store,
+    plan_id: &str,
+    target: &Target,
+    update: &TaskUpdate,
+    kind: &str,
+    mut lines: Vec<String>,
+) -> Result<ControlReport, EngineError> {
+    store.update_task(
+        plan_id,
+        &target.id,
+        update,
+        kind,
+        json!({ "task": target.id, "was": target.status.as_str() }),
+        now(),
+    )?;
+    let released = release_blocked(store, plan_id, &target.id)?;
+    lines.extend(released_line(&released));
+    Ok(ControlReport { lines })
+}
+
 fn released_line(released: &[String]) -> Option<String> {
     (!released.is_empty()).then(|| format!("released blocked tasks: {}", released.join(", ")))
 }
@@ -151,10 +174,15 @@ pub fn retry(
     ) {
         return Err(target.wrong_status("only a task that ran or was skipped can be retried"));
     }
-    let dropped = drop_kept_worktrees(store, plan_id, &target.id)?;
-    store.update_task(
+    let mut lines = vec![format!(
+        "task #{} {:?} will run again (was {})",
+        target.order, target.id, target.status
+    )];
+    lines.extend(drop_kept_worktrees(store, plan_id, &target.id)?);
+    settle(
+        store,
         plan_id,
-        &target.id,
+        &target,
         &TaskUpdate {
             status: Some(TaskStatus::Pending),
             verdict: Some(None),
@@ -162,17 +190,8 @@ pub fn retry(
             hold: None,
         },
         "task_retried",
-        json!({ "task": target.id, "was": target.status.as_str() }),
-        now(),
-    )?;
-    let released = release_blocked(store, plan_id, &target.id)?;
-    let mut lines = vec![format!(
-        "task #{} {:?} will run again (was {})",
-        target.order, target.id, target.status
-    )];
-    lines.extend(dropped);
-    lines.extend(released_line(&released));
-    Ok(ControlReport { lines })
+        lines,
+    )
 }
 
 /// Remove the worktrees earlier attempts of a task left for inspection: a retry starts
@@ -310,30 +329,28 @@ pub fn complete(
         return Err(target.wrong_status("it is already complete"));
     }
     let verdict = marked_complete(now());
-    store.update_task(
-        plan_id,
-        &target.id,
-        &TaskUpdate {
-            status: Some(TaskStatus::Completed),
-            verdict: Some(Some(verdict.clone())),
-            output: Some(Some(weft_core::OutputSummary {
-                review_reason: verdict.reason.clone(),
-                log_tail: String::new(),
-                captured_at: now(),
-            })),
-            hold: None,
-        },
-        "task_marked_complete",
-        json!({ "task": target.id, "was": target.status.as_str() }),
-        now(),
-    )?;
-    let released = release_blocked(store, plan_id, &target.id)?;
-    let mut lines = vec![format!(
+    let update = TaskUpdate {
+        status: Some(TaskStatus::Completed),
+        verdict: Some(Some(verdict.clone())),
+        output: Some(Some(weft_core::OutputSummary {
+            review_reason: verdict.reason,
+            log_tail: String::new(),
+            captured_at: now(),
+        })),
+        hold: None,
+    };
+    let line = format!(
         "task #{} {:?} marked complete (no verification ran)",
         target.order, target.id
-    )];
-    lines.extend(released_line(&released));
-    Ok(ControlReport { lines })
+    );
+    settle(
+        store,
+        plan_id,
+        &target,
+        &update,
+        "task_marked_complete",
+        vec![line],
+    )
 }
 
 /// Take back a completion: the task is pending again.
@@ -378,21 +395,12 @@ pub fn skip(
     if matches!(target.status, TaskStatus::Completed | TaskStatus::Skipped) {
         return Err(target.wrong_status("it is already done"));
     }
-    store.update_task(
-        plan_id,
-        &target.id,
-        &TaskUpdate {
-            status: Some(TaskStatus::Skipped),
-            ..TaskUpdate::default()
-        },
-        "task_skipped",
-        json!({ "task": target.id, "was": target.status.as_str() }),
-        now(),
-    )?;
-    let released = release_blocked(store, plan_id, &target.id)?;
-    let mut lines = vec![format!("task #{} {:?} skipped", target.order, target.id)];
-    lines.extend(released_line(&released));
-    Ok(ControlReport { lines })
+    let update = TaskUpdate {
+        status: Some(TaskStatus::Skipped),
+        ..TaskUpdate::default()
+    };
+    let line = format!("task #{} {:?} skipped", target.order, target.id);
+    settle(store, plan_id, &target, &update, "task_skipped", vec![line])
 }
 
 /// Cancel a task: a running one is killed by its engine; a waiting one is cancelled now.
