@@ -36,7 +36,7 @@
     reason = "a benchmark reports its figures on stdout"
 )]
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -48,7 +48,7 @@ use weft_testkit::Hermetic;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{Median, Rng, Seen, WEFT, ms, ms2, path_str, run_ok, weft};
+use common::{Median, Rng, Seen, WEFT, ms, ms2, path_str, phases, run_ok, weft};
 
 /// Files committed on `main` in every repository (in 20 folders).
 const REPO_FILES: usize = 300;
@@ -593,56 +593,6 @@ fn traced_run(plan: &str, tasks: usize, mode: Mode) {
         ms(wall),
         phases(&seen, wall)
     );
-}
-
-/// With one task at a time, the wall time splits into: start-up (spawn to the first task
-/// started), each task's attempt (started to finished; isolated: the agent, then the
-/// commit and the landing), the gaps between tasks (finished to the next started;
-/// isolated: the worktree is removed, then the next one cut) and wind-down (last finished
-/// to exit).
-fn phases(seen: &[Seen], wall: Duration) -> String {
-    let mut started_at: HashMap<&str, Duration> = HashMap::new();
-    let mut in_attempt = Duration::ZERO;
-    let mut between = Duration::ZERO;
-    let mut gaps = 0u32;
-    let mut first_start = None;
-    let mut last_finish: Option<Duration> = None;
-    let mut attempts = 0u32;
-    for s in seen {
-        match (s.event.as_str(), s.task.as_deref()) {
-            ("task_started", Some(task)) => {
-                first_start.get_or_insert(s.at);
-                if let Some(finished) = last_finish {
-                    between += s.at.saturating_sub(finished);
-                    gaps += 1;
-                }
-                started_at.insert(task, s.at);
-            }
-            ("task_finished", Some(task)) => {
-                if let Some(&began) = started_at.get(task) {
-                    in_attempt += s.at.saturating_sub(began);
-                    attempts += 1;
-                }
-                last_finish = Some(s.at);
-            }
-            _ => {}
-        }
-    }
-    let (Some(first_start), Some(last_finish)) = (first_start, last_finish) else {
-        return String::from("; no task started");
-    };
-    format!(
-        "\n    start-up   spawn → first task_started               {}  (once)\
-         \n    attempt    task_started → task_finished             {} per task  ({} in all)\
-         \n    between    task_finished → next task_started        {} per task  ({} in all)\
-         \n    wind-down  last task_finished → exit                 {}  (once)",
-        ms(first_start),
-        ms2(in_attempt / attempts.max(1)),
-        ms(in_attempt),
-        ms2(between / gaps.max(1)),
-        ms(between),
-        ms(wall.saturating_sub(last_finish))
-    )
 }
 
 /// Each task's dependencies (0-based indexes of earlier tasks, 0–2 of them): about 40%
