@@ -948,3 +948,36 @@ fn a_marker_found_only_in_the_agents_transcript_passes() {
         none.stderr
     );
 }
+
+#[test]
+fn runners_lists_availability_with_reasons() {
+    let weft = Weft::new();
+    let json: Value = serde_json::from_str(&weft.ok(&["runners", "--json"]).stdout).unwrap();
+    let rows = json.as_array().unwrap();
+    let by_name = |name: &str| rows.iter().find(|r| r["name"] == name).unwrap().clone();
+    assert_eq!(by_name("exec")["available"], true);
+    let claude = by_name("claude-code");
+    assert_eq!(claude["available"], false);
+    assert!(
+        claude["reason"]
+            .as_str()
+            .unwrap()
+            .contains("claude was not found on PATH"),
+        "{claude}"
+    );
+    // With the fake agent on PATH, claude-code is available and reports its version.
+    let agents = Weft::with_agents();
+    let json: Value = serde_json::from_str(&agents.ok(&["runners", "--json"]).stdout).unwrap();
+    let claude = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "claude-code")
+        .unwrap()
+        .clone();
+    assert_eq!(claude["available"], true, "{claude}");
+    assert!(
+        claude["version"].as_str().unwrap().contains("Claude Code"),
+        "{claude}"
+    );
+}

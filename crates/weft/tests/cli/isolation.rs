@@ -875,3 +875,32 @@ fn a_repair_that_leaves_conflict_markers_is_conflicted_again_and_retry_drops_kep
     weft.ok(&["run", "--isolated"]);
     assert!(statuses(&weft).values().all(|s| s == "completed"));
 }
+
+/// `repos` in weft.toml names the group's repositories; others are left alone.
+#[test]
+fn a_group_uses_the_repositories_weft_toml_lists() {
+    let weft = Weft::with_agents();
+    std::fs::remove_dir_all(weft.work().join(".git")).unwrap();
+    for repo in ["api", "other"] {
+        weft_testkit::TestRepo::init(&weft.work().join(repo), &weft.env);
+    }
+    weft.write("weft.toml", "repos = [\"api\"]\n");
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Api\"\nprompt = '''\n@fake write api/x.txt x\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run", "--isolated"]);
+    let (_, api) = git_in(
+        &weft,
+        "api",
+        &["branch", "--list", "weft/*", "--format=%(refname:short)"],
+    );
+    assert!(api.contains("/integration"), "{api}");
+    let (_, other) = git_in(&weft, "other", &["branch", "--list", "weft/*"]);
+    assert_eq!(
+        other.trim(),
+        "",
+        "a repository weft.toml does not list was touched"
+    );
+}
