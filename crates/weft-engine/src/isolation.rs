@@ -616,28 +616,46 @@ impl Isolation {
     }
 }
 
+/// How much of a failed setup command's output its error quotes.
+const SETUP_TAIL_BYTES: u64 = 4096;
+
 fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
-    let output = std::process::Command::new("sh")
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |source| EngineError::Io {
+        path: folder.display().to_string(),
+        source,
+    };
+    // Output goes to a file, not memory: a setup that floods its output costs disk, bounded
+    // by what it writes, and only the tail is read back.
+    let log_path = folder.with_extension("setup.log");
+    let log = fs_err::File::create(&log_path).map_err(io)?;
+    let status = std::process::Command::new("sh")
         .args(["-c", command])
         .current_dir(folder)
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|source| EngineError::Io {
-            path: folder.display().to_string(),
-            source,
-        })?;
-    if output.status.success() {
+        .stdout(log.file().try_clone().map_err(io)?)
+        .stderr(log.into_file())
+        .status()
+        .map_err(io)?;
+    if status.success() {
+        let _ = fs_err::remove_file(&log_path);
         return Ok(());
     }
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    let tail = weft_core::prompt::tail_chars(&text, 2000);
+    let mut text = Vec::new();
+    if let Ok(mut file) = std::fs::File::open(&log_path) {
+        let length = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = file.seek(SeekFrom::Start(length.saturating_sub(SETUP_TAIL_BYTES)));
+        let _ = file.take(SETUP_TAIL_BYTES).read_to_end(&mut text);
+    }
+    let tail = weft_core::prompt::tail_chars(&String::from_utf8_lossy(&text), 2000);
     Err(EngineError::Isolation {
         detail: format!(
-            "the setup command `{command}` failed in {} ({}): {tail}",
-            folder.display(),
-            output.status
+            "the setup command `{command}` failed in {} ({status}): {tail}",
+            folder.display()
         ),
-        hint: "fix `setup` in weft.toml, or remove it to link artifacts instead".into(),
+        hint: format!(
+            "its whole output is in {}; fix `setup` in weft.toml, or remove it to link artifacts instead",
+            log_path.display()
+        ),
     })
 }
