@@ -10,6 +10,7 @@ pub mod model;
 pub mod prompt;
 pub mod refs;
 pub mod schedule;
+pub mod secrets;
 pub mod slug;
 pub mod validate;
 pub mod verdict;

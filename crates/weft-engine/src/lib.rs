@@ -13,7 +13,7 @@ mod error;
 pub mod handoff;
 mod isolation;
 pub mod preview;
-pub mod secrets;
+pub use weft_core::secrets;
 
 use std::path::PathBuf;
 use std::time::Duration;

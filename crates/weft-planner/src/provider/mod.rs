@@ -1,0 +1,2 @@
+//! Planner backends: an OpenAI-compatible HTTP endpoint, and the agent CLIs in their
+//! read-only modes.
