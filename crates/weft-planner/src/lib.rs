@@ -3,8 +3,11 @@
 
 pub mod chat;
 pub mod command_policy;
+pub mod emit;
 pub mod error;
 pub mod log;
+pub mod provider;
+pub mod tools;
 
 pub use chat::{
     AgentPlanner, AgentReply, AgentStep, ChatModel, FinishReason, Message, Reply, Role,

@@ -3,6 +3,7 @@
 
 pub mod fake;
 pub mod hermetic;
+pub mod mock_model;
 pub mod repo;
 
 pub use hermetic::Hermetic;

@@ -1,0 +1,1 @@
+//! Agent CLIs as planners: Claude Code, Codex and OpenCode in their read-only modes.

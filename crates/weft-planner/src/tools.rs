@@ -1,0 +1,1 @@
+//! The read-only research envelope: the tools an API planner may call.

@@ -1,0 +1,1 @@
+//! A scripted OpenAI-compatible model server on loopback, for planner tests.
