@@ -7,6 +7,7 @@
 
 mod error;
 mod migrations;
+mod planning;
 mod rows;
 mod runs;
 
@@ -21,6 +22,9 @@ use weft_core::{Plan, PlanStatus, Task, Timestamp};
 
 pub use error::StoreError;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
+pub use planning::{
+    AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
+};
 pub use runs::{ClaimedRun, ControlRequest, TaskUpdate};
 
 /// File name of the database inside the state folder.

@@ -131,6 +131,49 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE tasks ADD COLUMN steps_done TEXT NOT NULL DEFAULT '[]';
     "#,
+    // 5: the planner: its research log, where its PRD went, and approval asks that any
+    // terminal can answer.
+    r#"
+    CREATE TABLE planning (
+        plan_id    TEXT PRIMARY KEY REFERENCES plans(id) ON DELETE CASCADE,
+        planner    TEXT NOT NULL,
+        one_shot   INTEGER NOT NULL CHECK (one_shot IN (0, 1)),
+        prd_path   TEXT,
+        updated_at INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE planner_log (
+        plan_id  TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+        seq      INTEGER NOT NULL,
+        at       INTEGER NOT NULL,
+        turn     INTEGER NOT NULL,
+        kind     TEXT NOT NULL,
+        tool     TEXT,
+        input    TEXT NOT NULL,
+        outcome  TEXT,
+        detail   TEXT NOT NULL,
+        approval TEXT,
+        PRIMARY KEY (plan_id, seq)
+    ) STRICT;
+
+    CREATE TABLE approval_asks (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        plan_id         TEXT,
+        owner_pid       INTEGER NOT NULL,
+        scope           TEXT NOT NULL,
+        subject         TEXT NOT NULL,
+        asker           TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        expires_at      INTEGER,
+        state           TEXT NOT NULL CHECK (state IN ('open', 'answered', 'settled')),
+        answer_allowed  INTEGER,
+        answer_scope    TEXT,
+        answered_at     INTEGER,
+        decision        TEXT,
+        settled_at      INTEGER
+    ) STRICT;
+    CREATE INDEX approval_asks_open ON approval_asks(state);
+    "#,
 ];
 
 /// The SQL of every migration, oldest first (for tests that build old databases).
