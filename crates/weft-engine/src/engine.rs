@@ -114,6 +114,11 @@ pub fn run(
     let mut store = Store::open_or_create(&config.state_dir, options)?;
     let plan_id = config.plan_id.clone();
     let plan = store.plan(&plan_id)?;
+    if plan.status == PlanStatus::Draft {
+        return Err(EngineError::Draft {
+            plan: plan.short_id().to_owned(),
+        });
+    }
     preflight_runners(config, &plan)?;
 
     let pid = std::process::id();

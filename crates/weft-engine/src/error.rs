@@ -41,6 +41,8 @@ pub enum EngineError {
     },
     #[error("no run of this plan is active")]
     NoActiveRun,
+    #[error("plan {plan} is a draft: the planner did not finish it")]
+    Draft { plan: String },
     #[error(transparent)]
     Git(Box<weft_git::GitError>),
     #[error("cannot isolate this run: {detail}")]
@@ -75,6 +77,9 @@ impl EngineError {
                 Some("`weft status` shows every task's status".into())
             }
             EngineError::NoActiveRun => Some("start one with `weft run`".into()),
+            EngineError::Draft { plan } => Some(format!(
+                "plan again with `weft plan \"goal\"`, or load another plan with `weft sessions load`; `weft plan log --plan {plan}` shows what the planner did"
+            )),
             EngineError::Git(_) => None,
             EngineError::Isolation { hint, .. } => Some(hint.clone()),
             EngineError::Io { .. } => None,

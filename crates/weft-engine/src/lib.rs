@@ -12,6 +12,7 @@ mod engine;
 mod error;
 pub mod handoff;
 mod isolation;
+pub mod planning;
 pub mod preview;
 pub use weft_core::secrets;
 

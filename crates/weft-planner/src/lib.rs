@@ -3,9 +3,11 @@
 
 pub mod chat;
 pub mod command_policy;
+pub mod conversation;
 pub mod emit;
 pub mod error;
 pub mod log;
+pub mod prompt;
 pub mod provider;
 pub mod tools;
 

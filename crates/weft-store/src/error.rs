@@ -52,6 +52,8 @@ pub enum StoreError {
     UnknownTask { plan: String, task: String },
     #[error("run {run} of this plan is being executed by another weft process (pid {pid})")]
     RunHeld { run: String, pid: u32 },
+    #[error("plan {plan} was not changed: {detail}")]
+    Stale { plan: String, detail: String },
     #[error(transparent)]
     Edit(#[from] EditError),
 }
@@ -116,6 +118,7 @@ impl StoreError {
             }
             StoreError::UnknownPlan { known, .. } => Some(format!("plans here: {known}")),
             StoreError::AmbiguousPlan { .. } => Some("type more of the id".into()),
+            StoreError::Stale { .. } => Some("nothing was written; run the command again".into()),
             StoreError::UnknownTask { .. } => {
                 Some("`weft status` lists the tasks of the plan".into())
             }

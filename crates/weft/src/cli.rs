@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    cancel, complete, config, demo, force_start, handoff, init, log, manual, plan, prompt, rearm,
-    repair, retry, run, runners, sessions, skip, status, stop, task, transcript, uncomplete,
+    approvals, cancel, complete, config, demo, force_start, handoff, init, log, manual, plan,
+    prompt, rearm, repair, retry, run, runners, sessions, skip, status, stop, task, transcript,
+    uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -83,4 +84,6 @@ pub enum Command {
     Manual(manual::Args),
     /// Show the agent's own transcript of a task's latest attempt and its final answer.
     Transcript(transcript::Args),
+    /// List the planner's open approval questions; answer one with `allow` or `deny`.
+    Approvals(approvals::Args),
 }

@@ -107,6 +107,41 @@ pub const KEYS: &[Key] = &[
         check: answer_chars,
     },
     Key {
+        name: "planner",
+        env: "WEFT_PLANNER",
+        default: "",
+        about: "who plans from a goal: openai (WEFT_PLANNER_BASE_URL/_API_KEY/_MODEL), claude-code, codex or opencode (empty: openai when WEFT_PLANNER_MODEL is set, else the first agent CLI found)",
+        check: planner,
+    },
+    Key {
+        name: "planner_timeout",
+        env: "WEFT_PLANNER_TIMEOUT",
+        default: "10m",
+        about: "how long one planner turn may take (an agent CLI's wall clock; an API stream's silence)",
+        check: duration,
+    },
+    Key {
+        name: "planner_max_steps",
+        env: "WEFT_PLANNER_MAX_STEPS",
+        default: "40",
+        about: "research tool calls an API planner may make per turn before its calls go unanswered",
+        check: max_steps,
+    },
+    Key {
+        name: "approvals",
+        env: "WEFT_APPROVALS",
+        default: "ask",
+        about: "what the planner may do outside its envelope (reads outside the workspace, .env files): ask, allow or deny",
+        check: approval_mode,
+    },
+    Key {
+        name: "pre_approved",
+        env: "WEFT_PRE_APPROVED",
+        default: "",
+        about: "scopes allowed in every approvals mode, comma-separated (e.g. path:/etc/*, command:git log)",
+        check: scopes,
+    },
+    Key {
         name: "busy_timeout_ms",
         env: "WEFT_BUSY_TIMEOUT_MS",
         default: "5000",
@@ -128,6 +163,43 @@ fn answer_chars(value: &str) -> Result<(), String> {
         Ok(n) if (100..=1_000_000).contains(&n) => Ok(()),
         _ => Err("must be a whole number from 100 to 1000000".into()),
     }
+}
+
+fn planner(value: &str) -> Result<(), String> {
+    match value.trim() {
+        "" | "openai" | "claude-code" | "codex" | "opencode" => Ok(()),
+        _ => Err("must be openai, claude-code, codex or opencode (or empty)".into()),
+    }
+}
+
+fn max_steps(value: &str) -> Result<(), String> {
+    match value.parse::<usize>() {
+        Ok(n) if (1..=500).contains(&n) => Ok(()),
+        _ => Err("must be a whole number from 1 to 500".into()),
+    }
+}
+
+fn approval_mode(value: &str) -> Result<(), String> {
+    weft_core::approval::Mode::parse(value.trim())
+        .map(|_| ())
+        .ok_or_else(|| "must be ask, allow or deny".into())
+}
+
+fn scopes(value: &str) -> Result<(), String> {
+    for part in split_scopes(value) {
+        weft_core::approval::Scope::parse(&part).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Scopes are separated by commas; a command family may not contain one.
+fn split_scopes(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn anything(_value: &str) -> Result<(), String> {
@@ -324,6 +396,31 @@ impl Settings {
         } else {
             weft_engine::Runnable::Setup(setup.to_owned())
         }
+    }
+
+    /// The planner the user chose; `None` lets the command pick one.
+    pub fn planner(&self) -> Option<&str> {
+        Some(self.raw("planner").trim()).filter(|p| !p.is_empty())
+    }
+
+    pub fn planner_timeout(&self) -> Duration {
+        humantime::parse_duration(self.raw("planner_timeout")).unwrap_or(Duration::from_secs(600))
+    }
+
+    pub fn planner_max_steps(&self) -> usize {
+        self.raw("planner_max_steps").parse().unwrap_or(40)
+    }
+
+    pub fn approval_mode(&self) -> weft_core::approval::Mode {
+        weft_core::approval::Mode::parse(self.raw("approvals").trim())
+            .unwrap_or(weft_core::approval::Mode::Ask)
+    }
+
+    pub fn pre_approved(&self) -> Vec<weft_core::approval::Scope> {
+        split_scopes(self.raw("pre_approved"))
+            .iter()
+            .filter_map(|s| weft_core::approval::Scope::parse(s).ok())
+            .collect()
     }
 
     pub fn busy_timeout(&self) -> Duration {

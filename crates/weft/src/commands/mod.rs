@@ -1,5 +1,6 @@
 //! One module per command; each has its clap `Args` and a `run` function.
 
+pub mod approvals;
 pub mod cancel;
 pub mod complete;
 pub mod config;
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Repair(args) => repair::run(args, globals),
         Command::Manual(args) => manual::run(args, globals),
         Command::Transcript(args) => transcript::run(args, globals),
+        Command::Approvals(args) => approvals::run(args, globals),
     }
 }
 

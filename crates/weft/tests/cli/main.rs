@@ -9,6 +9,7 @@ mod demo;
 mod engine;
 mod isolation;
 mod plan;
+mod planner;
 mod sessions;
 mod store_errors;
 mod task;

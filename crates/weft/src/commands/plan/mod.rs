@@ -1,7 +1,11 @@
-//! `weft plan --file F`: store a plan from a workflow file and make it current.
-//! Subcommands: `export` and `schema`.
+//! `weft plan --file F`: store a plan from a workflow file and make it current;
+//! `weft plan "goal"`: the planner writes one. Subcommands: `export`, `schema`, `log`,
+//! `revise`.
 
 pub mod export;
+pub mod goal;
+pub mod log;
+pub mod revise;
 pub mod schema;
 
 use std::path::PathBuf;
@@ -27,6 +31,8 @@ pub struct Args {
     pub format: Option<FormatArg>,
     /// A goal for the planner to turn into a plan.
     pub goal: Option<String>,
+    #[command(flatten)]
+    pub planner: goal::PlannerArgs,
     #[command(subcommand)]
     pub action: Option<Action>,
 }
@@ -37,6 +43,10 @@ pub enum Action {
     Export(export::Args),
     /// Print the JSON Schema of workflow files.
     Schema(schema::Args),
+    /// Print the planner's research log of the current plan.
+    Log(log::Args),
+    /// Ask the planner to revise the current plan; its edits are validated like hand edits.
+    Revise(revise::Args),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -58,15 +68,16 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     match args.action {
         Some(Action::Export(export)) => return export::run(export, globals),
         Some(Action::Schema(schema)) => return schema::run(schema),
+        Some(Action::Log(log)) => return log::run(log, globals),
+        Some(Action::Revise(revise)) => return revise::run(revise, globals),
         None => {}
     }
     let Some(file) = args.file else {
-        return Err(match args.goal {
-            Some(_) => CliError::new("planning from a goal is not available in this build yet")
-                .hint("write the plan as a workflow file and import it with `weft plan --file plan.toml`"),
-            None => CliError::new("nothing to plan: give a workflow file with --file")
-                .hint("`weft plan schema` prints the file format; `weft demo` shows an example"),
-        });
+        return match args.goal {
+            Some(goal) => goal::run(goal, args.planner, Ctx::load(globals)?),
+            None => Err(CliError::new("nothing to plan: give a goal, or a workflow file with --file")
+                .hint("`weft plan \"Add rate limiting to the public API\"` plans with the planner; `weft plan schema` prints the file format")),
+        };
     };
     if args.goal.is_some() {
         return Err(CliError::new("give either a goal or --file, not both"));

@@ -1,0 +1,590 @@
+//! The planning conversation: turns with the model, the research loop with its step budget,
+//! the repair loop for plans that do not validate, and the PRD capture.
+//!
+//! The conversation never touches the store, the terminal or the file system beyond the
+//! research tools: a [`Host`] persists the log, saves the PRD, shows progress and asks the
+//! user; an [`Approver`] decides what the envelope cannot.
+
+use std::fmt;
+
+use weft_core::edit::EditReport;
+use weft_core::workflow::ImportedPlan;
+use weft_core::{Plan, secrets};
+
+use crate::chat::{AgentPlanner, ChatModel, FinishReason, Message, StreamEvent};
+use crate::emit::{
+    self, MAX_REPAIRS, PlanProblems, Prd, ReplyKind, corrective_for_broken, corrective_for_ops,
+    corrective_for_problems, terse_reemit,
+};
+use crate::error::ProviderError;
+use crate::log::{LOG_DETAIL_CHARS, StepOutcome};
+use crate::prompt::{self, Style};
+use crate::tools::{Approver, Research};
+
+/// Research steps (tool calls) allowed per user turn before calls go unexecuted.
+pub const DEFAULT_MAX_STEPS: usize = 40;
+/// Rounds answered "not executed" after the budget before the turn is ended.
+const WRAP_UP_ROUNDS: usize = 2;
+/// Prose replies a one-shot or revision planner gets nudged about before giving up.
+const MAX_NUDGES: usize = 2;
+
+/// Who plans.
+#[derive(Debug)]
+pub enum Backend {
+    /// An OpenAI-compatible model; weft runs its research tools.
+    Api {
+        model: Box<dyn ChatModel>,
+        research: Research,
+    },
+    /// An agent CLI in its read-only mode; it researches on its own.
+    Agent(Box<dyn AgentPlanner>),
+}
+
+impl Backend {
+    pub fn label(&self) -> String {
+        match self {
+            Backend::Api { model, .. } => model.label(),
+            Backend::Agent(agent) => agent.label(),
+        }
+    }
+}
+
+/// What kind of research-log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogKind {
+    User,
+    Assistant,
+    Tool,
+    Note,
+}
+
+impl LogKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogKind::User => "user",
+            LogKind::Assistant => "assistant",
+            LogKind::Tool => "tool",
+            LogKind::Note => "note",
+        }
+    }
+}
+
+/// One research-log entry, masked and capped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogItem {
+    pub turn: u32,
+    pub kind: LogKind,
+    pub tool: Option<String>,
+    pub input: String,
+    pub outcome: Option<StepOutcome>,
+    pub detail: String,
+    /// `allowed (asked)`, `denied (no-channel)`, … when the approval policy decided.
+    pub approval: Option<String>,
+}
+
+/// Progress for a front end to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlannerEvent {
+    /// Streamed reply text (API planners) or a whole turn's text (agent CLIs).
+    Text(String),
+    Reasoning(String),
+    /// A research step finished.
+    Step {
+        tool: String,
+        input: String,
+        outcome: StepOutcome,
+    },
+    /// The model's reply for this turn is complete (PRD block removed).
+    Reply(String),
+    /// weft sent the model a corrective or a nudge, without asking the user.
+    Correcting(String),
+    /// A notice: the step budget, a PRD saved, a plan rejected.
+    Notice(String),
+}
+
+/// The front end's side of the conversation.
+pub trait Host {
+    fn event(&mut self, event: PlannerEvent);
+    fn log(&mut self, item: LogItem);
+    /// Save a PRD the planner wrote; returns where it went, for the log.
+    fn save_prd(&mut self, prd: &Prd) -> Result<String, String>;
+    /// The user's next message after `reply`; `None` when the user ends the conversation.
+    /// Only called in [`Style::Conversation`].
+    fn ask_user(&mut self, reply: &str) -> Option<String>;
+}
+
+/// How a conversation ended.
+#[derive(Debug)]
+pub enum Finish {
+    /// A validated plan: the goal is the user's text.
+    Plan {
+        plan: ImportedPlan,
+        prd: Option<Prd>,
+    },
+    /// Validated edits to the base plan (revision).
+    Edits {
+        plan: Plan,
+        reports: Vec<EditReport>,
+        prd: Option<Prd>,
+    },
+    /// The user ended the conversation before a plan.
+    Abandoned { prd: Option<Prd> },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlannerError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("the planner's plan was still invalid after {repairs} corrective turns:\n{problems}")]
+    Rejected {
+        repairs: usize,
+        problems: PlanProblems,
+    },
+    #[error("the planner's edits were still refused after {repairs} corrective turns:\n{problems}")]
+    EditsRejected {
+        repairs: usize,
+        problems: PlanProblems,
+    },
+    #[error("the planner's JSON was still unreadable after {repairs} corrective turns: {error}")]
+    Unreadable { repairs: usize, error: String },
+    #[error("the planner's plan was still cut off after {repairs} shorter re-emits")]
+    Truncated { repairs: usize },
+    #[error(
+        "the planner answered without a {wanted} after {nudges} reminders; its last reply: {last}"
+    )]
+    NoPlan {
+        wanted: &'static str,
+        nudges: usize,
+        last: String,
+    },
+    #[error("{0}")]
+    StepLimit(String),
+}
+
+impl PlannerError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            PlannerError::Provider(error) => error.hint(),
+            PlannerError::StepLimit(_) => Some(
+                "give a more specific goal, or plan interactively (on a terminal, without --yes)"
+                    .into(),
+            ),
+            _ => Some(
+                "`weft plan log` shows what the planner did; try again, or another planner with --planner"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The settings of one conversation.
+pub struct SessionConfig {
+    pub style: Style,
+    pub system: String,
+    /// The plan a revision edits.
+    pub base: Option<Plan>,
+    /// The user's goal, which becomes the plan's goal.
+    pub goal: String,
+    pub default_runner: Option<String>,
+    pub known_runner: Box<dyn Fn(&str) -> bool + Send>,
+    pub max_steps: usize,
+    pub secrets: Vec<String>,
+    /// PRD slug when the planner gives none.
+    pub prd_slug: String,
+}
+
+impl fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("style", &self.style)
+            .field("goal", &self.goal)
+            .field("default_runner", &self.default_runner)
+            .field("max_steps", &self.max_steps)
+            .field("secrets", &format_args!("{} masked", self.secrets.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// One planning conversation.
+#[derive(Debug)]
+pub struct Session {
+    backend: Backend,
+    config: SessionConfig,
+    /// API history (agent CLIs keep their own).
+    messages: Vec<Message>,
+    turn: u32,
+    prd: Option<Prd>,
+}
+
+/// What one model turn produced.
+struct TurnText {
+    text: String,
+    truncated: bool,
+}
+
+/// What weft does after a reply.
+enum Next {
+    Done(Finish),
+    /// Send this to the model without asking the user.
+    Correct(String),
+    /// Show the reply and wait for the user (or nudge, without one).
+    Prose,
+}
+
+impl Session {
+    pub fn new(backend: Backend, config: SessionConfig) -> Session {
+        let messages = vec![Message::system(config.system.clone())];
+        Session {
+            backend,
+            config,
+            messages,
+            turn: 0,
+            prd: None,
+        }
+    }
+
+    pub fn label(&self) -> String {
+        self.backend.label()
+    }
+
+    /// Run the conversation from its opening message to a plan, edits, or the user leaving.
+    pub fn run(
+        &mut self,
+        opening: String,
+        host: &mut dyn Host,
+        approver: &mut dyn Approver,
+    ) -> Result<Finish, PlannerError> {
+        let mut message = opening;
+        let mut repairs = 0usize;
+        let mut nudges = 0usize;
+        let mut from_user = true;
+        loop {
+            if from_user {
+                self.turn += 1;
+                self.log_text(host, LogKind::User, &message);
+            } else {
+                self.log_text(host, LogKind::Note, &message);
+            }
+            let reply = self.model_turn(&message, host, approver)?;
+            if let Some(prd) = emit::extract_prd(&reply.text, &self.config.prd_slug) {
+                match host.save_prd(&prd) {
+                    Ok(path) => {
+                        self.note(host, format!("PRD saved to {path}"));
+                    }
+                    Err(error) => self.note(host, format!("the PRD could not be saved: {error}")),
+                }
+                self.prd = Some(prd);
+            }
+            let shown = emit::strip_prd(&reply.text);
+            self.log_text(host, LogKind::Assistant, &reply.text);
+            host.event(PlannerEvent::Reply(shown.clone()));
+            let next = self.judge(&reply, &mut repairs)?;
+            match next {
+                Next::Done(finish) => return Ok(finish),
+                Next::Correct(text) => {
+                    host.event(PlannerEvent::Correcting(text.clone()));
+                    message = text;
+                    from_user = false;
+                }
+                Next::Prose => match self.config.style {
+                    Style::Conversation => match host.ask_user(&shown) {
+                        Some(answer) => {
+                            message = answer;
+                            from_user = true;
+                            repairs = 0;
+                        }
+                        None => {
+                            return Ok(Finish::Abandoned {
+                                prd: self.prd.take(),
+                            });
+                        }
+                    },
+                    Style::OneShot | Style::Revision => {
+                        if nudges >= MAX_NUDGES {
+                            return Err(PlannerError::NoPlan {
+                                wanted: if self.config.style == Style::Revision {
+                                    "set of task edits"
+                                } else {
+                                    "plan"
+                                },
+                                nudges,
+                                last: cap(&shown, 500),
+                            });
+                        }
+                        nudges += 1;
+                        message = if self.config.style == Style::Revision {
+                            prompt::REVISION_NUDGE.to_owned()
+                        } else {
+                            prompt::ONE_SHOT_NUDGE.to_owned()
+                        };
+                        host.event(PlannerEvent::Correcting(message.clone()));
+                        from_user = false;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Decide what a reply means: a plan to commit, edits, a repair, or prose.
+    fn judge(&mut self, reply: &TurnText, repairs: &mut usize) -> Result<Next, PlannerError> {
+        let revising = self.config.style == Style::Revision;
+        let kind = emit::classify_reply(&reply.text);
+        let correction = match kind {
+            ReplyKind::Plan(value) if !revising => match emit::plan_from_value(
+                &value,
+                &self.config.goal,
+                self.config.default_runner.as_deref(),
+                &*self.config.known_runner,
+            ) {
+                Ok(plan) => {
+                    return Ok(Next::Done(Finish::Plan {
+                        plan,
+                        prd: self.prd.take(),
+                    }));
+                }
+                Err(problems) => {
+                    if *repairs >= MAX_REPAIRS {
+                        return Err(PlannerError::Rejected {
+                            repairs: *repairs,
+                            problems,
+                        });
+                    }
+                    corrective_for_problems(&problems)
+                }
+            },
+            ReplyKind::TaskOps(value) if revising => {
+                let base = self
+                    .config
+                    .base
+                    .as_ref()
+                    .expect("a revision has a base plan");
+                let applied = emit::parse_task_ops(&value)
+                    .and_then(|ops| emit::apply_task_ops(base, &ops, &*self.config.known_runner));
+                match applied {
+                    Ok((plan, reports)) => {
+                        return Ok(Next::Done(Finish::Edits {
+                            plan,
+                            reports,
+                            prd: self.prd.take(),
+                        }));
+                    }
+                    Err(problems) => {
+                        if *repairs >= MAX_REPAIRS {
+                            return Err(PlannerError::EditsRejected {
+                                repairs: *repairs,
+                                problems,
+                            });
+                        }
+                        corrective_for_ops(&problems)
+                    }
+                }
+            }
+            ReplyKind::Broken { error, .. } => {
+                if *repairs >= MAX_REPAIRS {
+                    return Err(PlannerError::Unreadable {
+                        repairs: *repairs,
+                        error,
+                    });
+                }
+                corrective_for_broken(&error)
+            }
+            ReplyKind::Truncated { .. } => {
+                if *repairs >= MAX_REPAIRS {
+                    return Err(PlannerError::Truncated { repairs: *repairs });
+                }
+                terse_reemit()
+            }
+            ReplyKind::Plan(_) | ReplyKind::TaskOps(_) => {
+                // The wrong envelope for this session: tell the model which one is wanted.
+                if *repairs >= MAX_REPAIRS {
+                    return Ok(Next::Prose);
+                }
+                if revising {
+                    prompt::REVISION_NUDGE.to_owned()
+                } else {
+                    "Reply with the complete plan as one JSON object `{\"tasks\": [...]}`, not task edits.".to_owned()
+                }
+            }
+            ReplyKind::Prose if reply.truncated => {
+                if *repairs >= MAX_REPAIRS {
+                    return Err(PlannerError::Truncated { repairs: *repairs });
+                }
+                terse_reemit()
+            }
+            ReplyKind::Prose => return Ok(Next::Prose),
+        };
+        *repairs += 1;
+        Ok(Next::Correct(correction))
+    }
+
+    /// One user-visible turn with the model, research included.
+    fn model_turn(
+        &mut self,
+        message: &str,
+        host: &mut dyn Host,
+        approver: &mut dyn Approver,
+    ) -> Result<TurnText, PlannerError> {
+        match &mut self.backend {
+            Backend::Agent(agent) => {
+                // The transport decides when the CLI needs the instructions again.
+                self.messages.push(Message::user(message));
+                let reply = agent.send(&self.config.system, message, &mut |event| {
+                    forward(host, event)
+                })?;
+                for step in &reply.steps {
+                    host.event(PlannerEvent::Step {
+                        tool: step.tool.clone(),
+                        input: mask(&self.config.secrets, &cap(&step.input, 300)),
+                        outcome: step.outcome,
+                    });
+                    host.log(LogItem {
+                        turn: self.turn,
+                        kind: LogKind::Tool,
+                        tool: Some(step.tool.clone()),
+                        input: mask(&self.config.secrets, &cap(&step.input, 300)),
+                        outcome: Some(step.outcome),
+                        detail: mask(&self.config.secrets, &cap(&step.detail, LOG_DETAIL_CHARS)),
+                        approval: None,
+                    });
+                }
+                self.messages
+                    .push(Message::assistant(reply.text.clone(), Vec::new()));
+                Ok(TurnText {
+                    text: reply.text,
+                    truncated: reply.truncated,
+                })
+            }
+            Backend::Api { model, research } => {
+                self.messages.push(Message::user(message));
+                let specs = research.specs();
+                let mut steps = 0usize;
+                let mut wrap_ups = 0usize;
+                loop {
+                    let reply = model
+                        .complete(&self.messages, &specs, &mut |event| forward(host, event))?;
+                    if reply.tool_calls.is_empty() {
+                        self.messages
+                            .push(Message::assistant(reply.text.clone(), Vec::new()));
+                        return Ok(TurnText {
+                            truncated: reply.finish == FinishReason::Length,
+                            text: reply.text,
+                        });
+                    }
+                    self.messages.push(Message::assistant(
+                        reply.text.clone(),
+                        reply.tool_calls.clone(),
+                    ));
+                    let over_budget = steps >= self.config.max_steps;
+                    if over_budget {
+                        wrap_ups += 1;
+                    }
+                    for call in &reply.tool_calls {
+                        if steps >= self.config.max_steps {
+                            let input = mask(&self.config.secrets, &cap(&call.arguments, 300));
+                            host.log(LogItem {
+                                turn: self.turn,
+                                kind: LogKind::Tool,
+                                tool: Some(call.name.clone()),
+                                input: input.clone(),
+                                outcome: Some(StepOutcome::NotExecuted),
+                                detail: prompt::BUDGET_SPENT.to_owned(),
+                                approval: None,
+                            });
+                            host.event(PlannerEvent::Step {
+                                tool: call.name.clone(),
+                                input,
+                                outcome: StepOutcome::NotExecuted,
+                            });
+                            self.messages
+                                .push(Message::tool_result(&call.id, prompt::BUDGET_SPENT));
+                            continue;
+                        }
+                        steps += 1;
+                        let run = research.run(call, approver);
+                        let approval = run.decision.as_ref().map(|d| {
+                            format!(
+                                "{} ({})",
+                                if d.allowed { "allowed" } else { "denied" },
+                                d.source.as_str()
+                            )
+                        });
+                        host.event(PlannerEvent::Step {
+                            tool: call.name.clone(),
+                            input: run.input.clone(),
+                            outcome: run.outcome,
+                        });
+                        host.log(LogItem {
+                            turn: self.turn,
+                            kind: LogKind::Tool,
+                            tool: Some(call.name.clone()),
+                            input: run.input.clone(),
+                            outcome: Some(run.outcome),
+                            detail: cap(&run.result, LOG_DETAIL_CHARS),
+                            approval,
+                        });
+                        self.messages
+                            .push(Message::tool_result(&call.id, run.result));
+                    }
+                    if over_budget && wrap_ups >= WRAP_UP_ROUNDS {
+                        let text = format!(
+                            "The planner kept calling tools after its research budget of {} steps was spent, so weft ended the turn.",
+                            self.config.max_steps
+                        );
+                        self.note(host, text.clone());
+                        return Err(PlannerError::StepLimit(text));
+                    }
+                }
+            }
+        }
+    }
+
+    fn note(&self, host: &mut dyn Host, text: String) {
+        host.log(LogItem {
+            turn: self.turn,
+            kind: LogKind::Note,
+            tool: None,
+            input: cap(&text, 300),
+            outcome: None,
+            detail: String::new(),
+            approval: None,
+        });
+        host.event(PlannerEvent::Notice(text));
+    }
+
+    fn log_text(&self, host: &mut dyn Host, kind: LogKind, text: &str) {
+        let masked = mask(&self.config.secrets, text);
+        host.log(LogItem {
+            turn: self.turn,
+            kind,
+            tool: None,
+            input: cap(first_line(&masked), 300),
+            outcome: None,
+            detail: cap(&masked, LOG_DETAIL_CHARS),
+            approval: None,
+        });
+    }
+}
+
+fn forward(host: &mut dyn Host, event: StreamEvent) {
+    match event {
+        StreamEvent::Text(text) => host.event(PlannerEvent::Text(text)),
+        StreamEvent::Reasoning(text) => host.event(PlannerEvent::Reasoning(text)),
+        StreamEvent::ToolCallStarted { .. } => {}
+    }
+}
+
+fn mask(secrets_list: &[String], text: &str) -> String {
+    secrets::mask(text, secrets_list)
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim_start().lines().next().unwrap_or("")
+}
+
+/// `text` cut to `limit` characters, saying so.
+pub(crate) fn cap(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}… [cut]", &text[..end]),
+    }
+}

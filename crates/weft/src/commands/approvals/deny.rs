@@ -1,0 +1,14 @@
+//! `weft approvals deny ID`: deny what an open question asks.
+
+use crate::cli::Globals;
+use crate::error::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The question's id, as `weft approvals` shows it.
+    pub id: String,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    super::answer(globals, &args.id, false, None)
+}

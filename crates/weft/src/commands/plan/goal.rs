@@ -1,0 +1,200 @@
+//! `weft plan "goal"`: the planner researches the workspace read-only, asks what matters,
+//! agrees an outline, and commits a validated plan. With `--yes` or without a terminal it
+//! asks nothing and records its assumptions in the tasks.
+
+use std::io::IsTerminal;
+
+use weft_core::approval::Scope;
+use weft_engine::planning::{
+    self, AgentCliKind, PlannerChoice, PlanningConfig, PlanningError, PlanningOutcome,
+    RunnerChoice, Style,
+};
+
+use crate::commands::{stdout, styled};
+use crate::context::Ctx;
+use crate::error::{CliError, CliResult};
+use crate::planner_ui::TerminalPlanner;
+use crate::render::{note, plan_map};
+
+/// Options shared by `weft plan "goal"` and `weft plan revise`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlannerArgs {
+    /// Who plans: openai, claude-code, codex or opencode (default: the `planner` setting).
+    #[arg(long, value_name = "NAME")]
+    pub planner: Option<String>,
+    /// The planner's model (default: WEFT_PLANNER_MODEL, or the agent CLI's own default).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The planner's thinking effort, for agent CLIs that take one.
+    #[arg(long, value_name = "EFFORT")]
+    pub effort: Option<String>,
+    /// Plan in one shot: ask nothing, write each assumption into the task it shaped.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Hold the conversation even when standard input is not a terminal (answers are read
+    /// line by line).
+    #[arg(long, conflicts_with = "yes")]
+    pub interactive: bool,
+    /// Allow a scope in every approvals mode for this session (repeatable), e.g.
+    /// `--allow path:/etc/*` or `--allow 'command:git log'`.
+    #[arg(long = "allow", value_name = "SCOPE")]
+    pub allow: Vec<String>,
+}
+
+/// The planner the user asked for, or the first one that can work here.
+fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
+    let named = asked.or(ctx.settings.planner());
+    if let Some(name) = named {
+        return PlannerChoice::parse(name).ok_or_else(|| {
+            CliError::new(format!("unknown planner {name:?}"))
+                .hint("choose openai, claude-code, codex or opencode")
+        });
+    }
+    let env_set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
+    if env_set("WEFT_PLANNER_MODEL") || env_set("WEFT_PLANNER_BASE_URL") {
+        return Ok(PlannerChoice::OpenAi);
+    }
+    let (registry, _) = ctx.registry();
+    let mut kinds = vec![
+        AgentCliKind::ClaudeCode,
+        AgentCliKind::Codex,
+        AgentCliKind::OpenCode,
+    ];
+    // The default runner first: the user is most likely logged into it.
+    kinds.sort_by_key(|kind| kind.name() != ctx.settings.runner());
+    for kind in kinds {
+        let program = registry
+            .get(kind.name())
+            .map(|m| m.manifest.command().to_owned())
+            .unwrap_or_else(|| kind.default_program().to_owned());
+        if which(&program) {
+            return Ok(PlannerChoice::Agent(kind));
+        }
+    }
+    Err(
+        CliError::new("no planner is available: no agent CLI was found and WEFT_PLANNER_MODEL is not set")
+            .hint("install and log into claude, codex or opencode, or set WEFT_PLANNER_BASE_URL, WEFT_PLANNER_API_KEY and WEFT_PLANNER_MODEL")
+            .hint("or write the plan by hand: `weft plan --file plan.toml` (`weft plan schema` prints the format)"),
+    )
+}
+
+/// Whether `program` can be found (a path, or a name on PATH).
+fn which(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// Resolve the planning settings from the flags, the settings and the environment.
+pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult<PlanningConfig> {
+    let choice = choose_planner(ctx, args.planner.as_deref())?;
+    let (registry, _) = ctx.registry();
+    let mut config = PlanningConfig::new(ctx.workspace.root.clone(), choice.clone(), style);
+    if let PlannerChoice::Agent(kind) = &choice {
+        config.program = registry
+            .get(kind.name())
+            .map(|m| m.manifest.command().to_owned());
+    }
+    config.model = args.model.clone();
+    config.effort = args.effort.clone();
+    let mut names: Vec<String> = registry.names().map(str::to_owned).collect();
+    names.sort();
+    config.runners = names
+        .iter()
+        .map(|name| RunnerChoice {
+            name: name.clone(),
+            available: registry
+                .get(name)
+                .is_some_and(|m| which(m.manifest.command())),
+        })
+        .collect();
+    config.default_runner = Some(ctx.settings.runner().to_owned());
+    config.env = std::env::vars().collect();
+    config.secrets = weft_engine::secrets::secret_values(
+        config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    config.approval_mode = ctx.settings.approval_mode();
+    config.pre_approved = ctx.settings.pre_approved();
+    for scope in &args.allow {
+        config
+            .pre_approved
+            .push(Scope::parse(scope).map_err(|e| CliError::new(format!("--allow: {e}")))?);
+    }
+    // A conversation has someone to ask (here, or from another terminal); a one-shot run
+    // has nobody, so its asks are denied at once.
+    config.approval_channel = style == Style::Conversation;
+    config.max_steps = ctx.settings.planner_max_steps();
+    config.turn_timeout = ctx.settings.planner_timeout();
+    Ok(config)
+}
+
+/// Whether this invocation holds a conversation.
+pub fn conversational(args: &PlannerArgs) -> bool {
+    !args.yes && (args.interactive || std::io::stdin().is_terminal())
+}
+
+pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
+    if goal.trim().is_empty() {
+        return Err(CliError::new("the goal is empty").hint(
+            "say what you want done, e.g. `weft plan \"Add rate limiting to the public API\"`",
+        ));
+    }
+    let style = if conversational(&args) {
+        Style::Conversation
+    } else {
+        Style::OneShot
+    };
+    let config = planning_config(&ctx, &args, style)?;
+    let mut front = match style {
+        Style::Conversation => TerminalPlanner::conversation(),
+        _ => TerminalPlanner::one_shot(),
+    };
+    let mut store = ctx.store_for_write()?;
+    note(&format!(
+        "planning with {} ({}); research is read-only",
+        config.planner.name(),
+        if style == Style::OneShot {
+            "one shot: no questions, assumptions go into the tasks"
+        } else {
+            "type /done to stop"
+        }
+    ));
+    let outcome = planning::plan_from_goal(&mut store, goal.trim(), &config, &mut front)
+        .map_err(planning_error)?;
+    match outcome {
+        PlanningOutcome::Committed { plan, prd_path } => {
+            note(&format!(
+                "created plan {} with {} task{}; it is now the current plan",
+                plan.short_id(),
+                plan.tasks.len(),
+                if plan.tasks.len() == 1 { "" } else { "s" }
+            ));
+            if let Some(path) = prd_path {
+                note(&format!("the PRD is in {path}"));
+            }
+            note(
+                "review it with `weft status`, edit with `weft task …` or `weft plan revise \"…\"`, then `weft run`",
+            );
+            stdout(&styled(|out| {
+                plan_map(out, &plan, ctx.settings.runner(), &Default::default())
+            }))
+        }
+        PlanningOutcome::Abandoned { draft } => {
+            note(&format!(
+                "planning ended without a plan; draft {draft} keeps the research log (`weft plan log --plan {draft}`)"
+            ));
+            Ok(())
+        }
+        PlanningOutcome::Revised { .. } => unreachable!("a goal is never a revision"),
+    }
+}
+
+pub fn planning_error(error: PlanningError) -> CliError {
+    let mut out = CliError::new(error.to_string());
+    if let Some(hint) = error.hint() {
+        out = out.hint(hint);
+    }
+    out
+}

@@ -1,0 +1,85 @@
+//! `weft plan revise "…"`: the planner re-reads the goal, the PRD and the current plan and
+//! proposes task edits, which go through the same validation as hand edits. Completed and
+//! running tasks are never rewritten.
+
+use weft_engine::planning::{self, PlanningOutcome, Style};
+
+use crate::cli::Globals;
+use crate::commands::plan::goal::{PlannerArgs, conversational, planning_config, planning_error};
+use crate::commands::{stdout, styled};
+use crate::context::Ctx;
+use crate::error::{CliError, CliResult};
+use crate::planner_ui::TerminalPlanner;
+use crate::render::{note, plan_map};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What to change, in words.
+    pub request: String,
+    #[command(flatten)]
+    pub planner: PlannerArgs,
+}
+
+pub fn run(args: Args, globals: &Globals) -> CliResult {
+    if args.request.trim().is_empty() {
+        return Err(CliError::new("the change request is empty")
+            .hint("say what to change, e.g. `weft plan revise \"split task 3 into API and UI\"`"));
+    }
+    let ctx = Ctx::load(globals)?;
+    let mut store = ctx.store_for_write()?;
+    let plan_id = ctx.plan_id(&store)?;
+    // A revision is one request: the planner does not hold a conversation, but a person at
+    // a terminal can still answer approval questions.
+    let config = planning_config(&ctx, &args.planner, Style::Revision).map(|mut config| {
+        config.approval_channel = conversational(&args.planner);
+        config
+    })?;
+    let mut front = if config.approval_channel {
+        TerminalPlanner::conversation()
+    } else {
+        TerminalPlanner::one_shot()
+    };
+    note(&format!(
+        "revising with {}; research is read-only",
+        config.planner.name()
+    ));
+    let outcome = planning::revise_plan(
+        &mut store,
+        &plan_id,
+        args.request.trim(),
+        &config,
+        &mut front,
+    )
+    .map_err(planning_error)?;
+    match outcome {
+        PlanningOutcome::Revised {
+            plan,
+            reports,
+            prd_path,
+        } => {
+            for line in reports.iter().flat_map(|r| r.lines.iter()) {
+                note(line);
+            }
+            for warning in reports.iter().flat_map(|r| r.warnings.iter()) {
+                note(&format!("warning: {warning}"));
+            }
+            if let Some(path) = prd_path {
+                note(&format!("the PRD is in {path}"));
+            }
+            note(&format!(
+                "plan {} revised ({} edit{})",
+                plan.short_id(),
+                reports.len(),
+                if reports.len() == 1 { "" } else { "s" }
+            ));
+            stdout(&styled(|out| {
+                plan_map(out, &plan, ctx.settings.runner(), &Default::default())
+            }))
+        }
+        PlanningOutcome::Abandoned { .. } => {
+            note("the revision ended without edits; the plan is unchanged");
+            Ok(())
+        }
+        PlanningOutcome::Committed { .. } => unreachable!("a revision never creates a plan"),
+    }
+}
