@@ -261,7 +261,13 @@ impl Session {
         loop {
             if from_user {
                 self.turn += 1;
-                self.log_text(host, LogKind::User, &message);
+                // The opening carries the project context; the goal is what a reader wants.
+                if self.turn == 1 && self.config.style != Style::Revision {
+                    let goal = self.config.goal.clone();
+                    self.log_summarised(host, LogKind::User, &goal, &message);
+                } else {
+                    self.log_text(host, LogKind::User, &message);
+                }
             } else {
                 self.log_text(host, LogKind::Note, &message);
             }
@@ -552,12 +558,16 @@ impl Session {
     }
 
     fn log_text(&self, host: &mut dyn Host, kind: LogKind, text: &str) {
+        self.log_summarised(host, kind, first_line(text), text);
+    }
+
+    fn log_summarised(&self, host: &mut dyn Host, kind: LogKind, summary: &str, text: &str) {
         let masked = mask(&self.config.secrets, text);
         host.log(LogItem {
             turn: self.turn,
             kind,
             tool: None,
-            input: cap(first_line(&masked), 300),
+            input: cap(&mask(&self.config.secrets, summary), 300),
             outcome: None,
             detail: cap(&masked, LOG_DETAIL_CHARS),
             approval: None,

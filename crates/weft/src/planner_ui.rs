@@ -76,6 +76,15 @@ impl TerminalPlanner {
     }
 }
 
+/// A step as shown: the tool's own summary usually starts with its name already.
+pub fn step_text(tool: &str, input: &str) -> String {
+    if input.starts_with(tool) {
+        input.to_owned()
+    } else {
+        format!("{tool} {input}")
+    }
+}
+
 fn outcome_mark(outcome: StepOutcome) -> &'static str {
     match outcome {
         StepOutcome::Success => "ok",
@@ -107,7 +116,8 @@ impl PlanFrontEnd for TerminalPlanner {
                 }
                 let dim = anstyle::Style::new().dimmed();
                 self.err(&format!(
-                    "{dim}  · {tool} {input} — {}{dim:#}",
+                    "{dim}  · {} — {}{dim:#}",
+                    step_text(tool, input),
                     outcome_mark(*outcome)
                 ));
             }

@@ -195,8 +195,8 @@ fn an_eager_one_shot_planner_commits_a_fenced_plan_with_a_trailing_comma() {
         log.stdout
     );
     assert!(
-        log.stdout.contains("user: <project_context>"),
-        "{}",
+        log.stdout.contains("user: Add rate limiting to the public API\n       <project_context>"),
+        "the goal, then the whole opening: {}",
         log.stdout
     );
     assert!(
@@ -821,4 +821,64 @@ fn planning_needs_a_goal_and_a_known_planner() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
+    let weft = workspace();
+    let bin = weft.env.root().join("bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    let session = "11111111-2222-4333-8444-555555555555";
+    let lines = [
+        json!({"type": "system", "subtype": "init", "session_id": session, "cwd": weft.work()}),
+        json!({"type": "assistant", "parent_tool_use_id": null, "session_id": session,
+               "message": {"id": "m1", "role": "assistant", "content": [
+                   {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "src/api.rs"}}]}}),
+        json!({"type": "user", "parent_tool_use_id": null, "session_id": session,
+               "message": {"role": "user", "content": [
+                   {"type": "tool_result", "tool_use_id": "t1", "content": "pub fn route"}]}}),
+        json!({"type": "assistant", "parent_tool_use_id": null, "session_id": session,
+               "message": {"id": "m2", "role": "assistant", "content": [
+                   {"type": "text", "text": plan_text()}]}}),
+        json!({"type": "result", "subtype": "success", "is_error": false, "session_id": session,
+               "result": plan_text(), "usage": {"input_tokens": 10, "output_tokens": 20}}),
+    ];
+    let stream = bin.join("stream.jsonl");
+    fs_err::write(
+        &stream,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let script = bin.join("claude");
+    fs_err::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{dir}/argv'\ncat > '{dir}/stdin'\ncat '{stream}'\n",
+            dir = bin.display(),
+            stream = stream.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args = ["plan", "Add rate limiting", "--yes", "--planner", "claude-code"];
+    let mut command = weft.command(&args);
+    let mut joined = bin.as_os_str().to_owned();
+    joined.push(":");
+    joined.push(std::env::var_os("PATH").unwrap_or_default());
+    command.env("PATH", joined).env("WEFT_RUNNER", "exec");
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    assert_eq!(task_ids(&weft), ["limiter", "wire", "verify"]);
+    let argv = fs_err::read_to_string(bin.join("argv")).unwrap();
+    assert!(argv.contains("-p\n"), "{argv}");
+    assert!(argv.contains("--permission-mode\nplan\n"), "{argv}");
+    assert!(argv.contains("--append-system-prompt\nYou are weft's planner"), "{argv}");
+    let stdin = fs_err::read_to_string(bin.join("stdin")).unwrap();
+    assert!(stdin.contains("<goal>\nAdd rate limiting"), "{stdin}");
+    let log = log_json(&weft);
+    let step = log.iter().find(|e| e["kind"] == "tool").expect("the Read step");
+    assert_eq!(step["tool"], "Read");
+    assert_eq!(step["outcome"], "success");
+    let info = weft.ok(&["plan", "log"]);
+    assert!(info.stdout.contains("planner claude-code (one shot)"), "{}", info.stdout);
 }

@@ -7,6 +7,7 @@ use crate::cli::Globals;
 use crate::commands::stdout;
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
+use crate::planner_ui::step_text;
 use crate::render::cut;
 
 #[derive(Debug, clap::Args)]
@@ -52,17 +53,13 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         let _ = writeln!(out, "PRD: {prd}");
     }
     for entry in &entries {
-        let what = match (entry.kind.as_str(), &entry.tool, &entry.outcome) {
-            ("tool", Some(tool), Some(outcome)) => format!("{tool} [{outcome}]"),
-            (kind, _, _) => kind.to_owned(),
+        let line = match (entry.kind.as_str(), &entry.tool, &entry.outcome) {
+            ("tool", Some(tool), Some(outcome)) => {
+                format!("[{outcome}] {}", step_text(tool, &cut(&entry.input, 120)))
+            }
+            (kind, _, _) => format!("{kind}: {}", cut(&entry.input, 120)),
         };
-        let _ = write!(
-            out,
-            "{:>4} t{} {what}: {}",
-            entry.seq,
-            entry.turn,
-            cut(&entry.input, 120)
-        );
+        let _ = write!(out, "{:>4} t{} {line}", entry.seq, entry.turn);
         if let Some(approval) = &entry.approval {
             let _ = write!(out, " — {approval}");
         }
