@@ -75,6 +75,7 @@ use crate::log::StepOutcome;
 use crate::command_policy::classify_with;
 
 pub use exec::{ProcessOutput, run_process, scrub_env};
+use mask::mask_cut_tail;
 pub use mask::{mask_assignments, mask_text, prepare_secrets};
 pub use paths::is_env_file;
 
@@ -341,6 +342,28 @@ impl Research {
 
     /// Masks any text the way results are masked (configured secrets, secret-named
     /// assignments).
+    /// Run `command` in the workspace with a scrubbed environment and the configured time
+    /// and output limits; its output comes back masked (a secret cut at the cap too).
+    pub(crate) fn run_masked(
+        &self,
+        mut command: std::process::Command,
+    ) -> std::io::Result<(ProcessOutput, String)> {
+        command
+            .current_dir(self.workspace())
+            .env_clear()
+            .envs(scrub_env(std::env::vars_os()));
+        let out = run_process(
+            command,
+            self.config.command_timeout,
+            self.config.max_output_bytes,
+        )?;
+        let mut text = self.mask(&String::from_utf8_lossy(&out.output));
+        if out.truncated {
+            text = mask_cut_tail(&text, &self.secrets);
+        }
+        Ok((out, text))
+    }
+
     pub fn mask(&self, text: &str) -> String {
         mask_text(text, &self.secrets)
     }

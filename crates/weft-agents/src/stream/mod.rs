@@ -97,7 +97,7 @@ pub(crate) fn bounded(s: &str, max: usize) -> String {
 }
 
 /// Whitespace runs collapsed to one space, trimmed, then bounded.
-pub(crate) fn one_line(s: &str, max: usize) -> String {
+pub fn one_line(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max * 4 + 4));
     let mut chars = 0usize;
     let mut pending_space = false;
@@ -121,18 +121,22 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
     bounded(&out, max)
 }
 
-/// A short, single-line description of a tool's input, for display. Picks the most
-/// telling field when there is one (a command, a path, a pattern, a URL, a query), else
-/// the compact JSON of the whole input.
+/// A short, single-line description of a tool's input, for display.
 pub(crate) fn summarize_input(input: Option<&Value>) -> String {
+    summarize_tool_input(input, SUMMARY_MAX)
+}
+
+/// A single-line description of a tool's input of at most `max` characters. Picks the most
+/// telling field when there is one (a command, a path, a search pattern and where, a URL, a
+/// query), else the compact JSON of the whole input.
+pub fn summarize_tool_input(input: Option<&Value>, max: usize) -> String {
     const KEYS: &[&str] = &[
         "command",
         "cmd",
         "file_path",
         "filePath",
-        "path",
         "notebook_path",
-        "pattern",
+        "path",
         "url",
         "query",
         "description",
@@ -141,29 +145,39 @@ pub(crate) fn summarize_input(input: Option<&Value>) -> String {
     let Some(input) = input else {
         return String::new();
     };
-    match input {
-        Value::Null => String::new(),
-        Value::String(s) => one_line(s, SUMMARY_MAX),
-        Value::Object(map) => {
-            for key in KEYS {
-                match map.get(*key) {
-                    Some(Value::String(s)) if !s.trim().is_empty() => {
-                        return one_line(s, SUMMARY_MAX);
-                    }
-                    Some(Value::Array(items)) if !items.is_empty() => {
-                        // e.g. Codex's `command: ["bash", "-lc", "..."]`
-                        let words: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
-                        if words.len() == items.len() {
-                            return one_line(&words.join(" "), SUMMARY_MAX);
-                        }
-                    }
-                    _ => {}
+    let map = match input {
+        Value::Null => return String::new(),
+        Value::String(s) => return one_line(s, max),
+        Value::Object(map) => map,
+        other => return one_line(&other.to_string(), max),
+    };
+    // Searches: the pattern, and where.
+    if let Some(pattern) = map.get("pattern").and_then(Value::as_str) {
+        let place = ["path", "glob", "include"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(Value::as_str));
+        let text = match place {
+            Some(place) => format!("{pattern} in {place}"),
+            None => pattern.to_owned(),
+        };
+        return one_line(&text, max);
+    }
+    for key in KEYS {
+        match map.get(*key) {
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                return one_line(s, max);
+            }
+            Some(Value::Array(items)) if !items.is_empty() => {
+                // e.g. Codex's `command: ["bash", "-lc", "..."]`
+                let words: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                if words.len() == items.len() {
+                    return one_line(&words.join(" "), max);
                 }
             }
-            compact_json(input)
+            _ => {}
         }
-        other => compact_json(other),
     }
+    one_line(&input.to_string(), max)
 }
 
 /// Compact JSON of a value, bounded to [`SUMMARY_MAX`] characters.

@@ -8,8 +8,6 @@ use std::process::Command;
 use weft_core::approval::Subject;
 
 use super::args::{ArgError, Args, Kind, Param};
-use super::exec::{run_process, scrub_env};
-use super::mask::mask_cut_tail;
 use super::{Approver, Research, Step, denied_text, one_line};
 use crate::command_policy::{AccessKind, Classification, Envelope, classify_with};
 use crate::log::StepOutcome;
@@ -85,23 +83,13 @@ pub(crate) fn run_command(
 
 /// Runs `sh -c LINE` in the workspace and reports output and exit code.
 fn execute(research: &Research, line: &str, input: &str) -> Step {
-    let workspace = research.workspace();
     let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(line)
-        .current_dir(workspace)
-        .env_clear()
-        .envs(scrub_env(std::env::vars_os()));
+    command.arg("-c").arg(line);
     let config = &research.config;
-    let out = match run_process(command, config.command_timeout, config.max_output_bytes) {
-        Ok(out) => out,
+    let (out, mut text) = match research.run_masked(command) {
+        Ok(done) => done,
         Err(e) => return Step::failure(input, format!("cannot start the shell: {e}")),
     };
-    let mut text = research.mask(&String::from_utf8_lossy(&out.output));
-    if out.truncated {
-        text = mask_cut_tail(&text, &research.secrets);
-    }
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }

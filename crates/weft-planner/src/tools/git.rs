@@ -7,8 +7,6 @@ use std::path::Path;
 use std::process::Command;
 
 use super::args::{ArgError, Args, Kind, Param};
-use super::exec::{run_process, scrub_env};
-use super::mask::mask_cut_tail;
 use super::paths::{Access, is_env_file};
 use super::{Approver, Gate, Research, Step, denied_text};
 use crate::log::StepOutcome;
@@ -188,18 +186,13 @@ fn run_git(research: &Research, input: &str, args: Vec<OsString>, empty: &str) -
         .arg(workspace)
         .args(["--no-pager", "--literal-pathspecs", "-c", "color.ui=never"])
         .args(["-c", "core.quotepath=off"])
-        .args(args)
-        .current_dir(workspace)
-        .env_clear()
-        .envs(scrub_env(std::env::vars_os()));
+        .args(args);
     let config = &research.config;
-    let out = match run_process(command, config.command_timeout, config.max_output_bytes) {
-        Ok(out) => out,
+    let (out, mut text) = match research.run_masked(command) {
+        Ok(done) => done,
         Err(e) => return Step::failure(input, format!("cannot run git: {e}")),
     };
-    let mut text = research.mask(&String::from_utf8_lossy(&out.output));
     if out.truncated {
-        text = mask_cut_tail(&text, &research.secrets);
         let _ = write!(
             text,
             "\n[output cut at {} bytes; narrow it with `path` or a smaller range]",

@@ -195,7 +195,8 @@ fn an_eager_one_shot_planner_commits_a_fenced_plan_with_a_trailing_comma() {
         log.stdout
     );
     assert!(
-        log.stdout.contains("user: Add rate limiting to the public API\n       <project_context>"),
+        log.stdout
+            .contains("user: Add rate limiting to the public API\n       <project_context>"),
         "the goal, then the whole opening: {}",
         log.stdout
     );
@@ -860,7 +861,13 @@ fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let args = ["plan", "Add rate limiting", "--yes", "--planner", "claude-code"];
+    let args = [
+        "plan",
+        "Add rate limiting",
+        "--yes",
+        "--planner",
+        "claude-code",
+    ];
     let mut command = weft.command(&args);
     let mut joined = bin.as_os_str().to_owned();
     joined.push(":");
@@ -872,13 +879,23 @@ fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
     let argv = fs_err::read_to_string(bin.join("argv")).unwrap();
     assert!(argv.contains("-p\n"), "{argv}");
     assert!(argv.contains("--permission-mode\nplan\n"), "{argv}");
-    assert!(argv.contains("--append-system-prompt\nYou are weft's planner"), "{argv}");
+    assert!(
+        argv.contains("--append-system-prompt\nYou are weft's planner"),
+        "{argv}"
+    );
     let stdin = fs_err::read_to_string(bin.join("stdin")).unwrap();
     assert!(stdin.contains("<goal>\nAdd rate limiting"), "{stdin}");
     let log = log_json(&weft);
-    let step = log.iter().find(|e| e["kind"] == "tool").expect("the Read step");
+    let step = log
+        .iter()
+        .find(|e| e["kind"] == "tool")
+        .expect("the Read step");
     assert_eq!(step["tool"], "Read");
     assert_eq!(step["outcome"], "success");
     let info = weft.ok(&["plan", "log"]);
-    assert!(info.stdout.contains("planner claude-code (one shot)"), "{}", info.stdout);
+    assert!(
+        info.stdout.contains("planner claude-code (one shot)"),
+        "{}",
+        info.stdout
+    );
 }

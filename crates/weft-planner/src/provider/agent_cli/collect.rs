@@ -239,20 +239,7 @@ pub(super) fn cap_chars(s: &str, max: usize) -> String {
     }
 }
 
-/// Whitespace runs collapsed to one space, trimmed, then capped.
-pub(super) fn one_line(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for word in s.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-        if out.len() > max * 4 {
-            break;
-        }
-    }
-    cap_chars(&out, max)
-}
+pub(super) use weft_agents::stream::one_line;
 
 /// A CLI's error text, bounded, its line breaks kept (they are the CLI's own layout).
 pub(super) fn message_text(text: &str) -> String {
@@ -264,56 +251,9 @@ pub(super) fn message_text(text: &str) -> String {
     cap_chars(&lines.join("\n"), MAX_MESSAGE_CHARS)
 }
 
-/// A short description of a tool's input: the telling field when there is one (a
-/// command, a path, a pattern, a URL, a query), else the compact JSON.
+/// A one-line summary of a tool's input for the log (shared with the task runners' view).
 pub(super) fn summarize_input(input: Option<&Value>) -> String {
-    const KEYS: &[&str] = &[
-        "command",
-        "cmd",
-        "file_path",
-        "filePath",
-        "notebook_path",
-        "path",
-        "url",
-        "query",
-        "description",
-        "prompt",
-    ];
-    let Some(input) = input else {
-        return String::new();
-    };
-    let map = match input {
-        Value::Null => return String::new(),
-        Value::String(s) => return one_line(s, MAX_INPUT_CHARS),
-        Value::Object(map) => map,
-        other => return one_line(&other.to_string(), MAX_INPUT_CHARS),
-    };
-    // Searches: the pattern, and where.
-    if let Some(pattern) = map.get("pattern").and_then(Value::as_str) {
-        let place = ["path", "glob", "include"]
-            .iter()
-            .find_map(|k| map.get(*k).and_then(Value::as_str));
-        let text = match place {
-            Some(place) => format!("{pattern} in {place}"),
-            None => pattern.to_owned(),
-        };
-        return one_line(&text, MAX_INPUT_CHARS);
-    }
-    for key in KEYS {
-        match map.get(*key) {
-            Some(Value::String(s)) if !s.trim().is_empty() => {
-                return one_line(s, MAX_INPUT_CHARS);
-            }
-            Some(Value::Array(items)) if !items.is_empty() => {
-                let words: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
-                if words.len() == items.len() {
-                    return one_line(&words.join(" "), MAX_INPUT_CHARS);
-                }
-            }
-            _ => {}
-        }
-    }
-    one_line(&input.to_string(), MAX_INPUT_CHARS)
+    weft_agents::stream::summarize_tool_input(input, MAX_INPUT_CHARS)
 }
 
 /// The text of a tool result's `content`: a string, or the `text` of its blocks.
