@@ -208,6 +208,8 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             openai.idle_timeout = openai.idle_timeout.min(config.turn_timeout);
             let mut research = ResearchConfig::new(config.workspace.clone());
             research.secrets = config.secrets.clone();
+            research.home = config.env("HOME").map(PathBuf::from);
+            research.env = Some(config.env.clone());
             Ok(Backend::Api {
                 model: Box::new(OpenAiModel::new(openai)),
                 research: Research::new(research),

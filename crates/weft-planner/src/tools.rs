@@ -104,6 +104,11 @@ pub struct ResearchConfig {
     pub command_timeout: Duration,
     /// Most output kept from one command (stdout and stderr together).
     pub max_output_bytes: usize,
+    /// Where `~` points (the front end knows; the library reads no environment).
+    pub home: Option<PathBuf>,
+    /// The environment commands start from (secret-named variables are removed); `None`
+    /// inherits this process's.
+    pub env: Option<Vec<(String, String)>>,
 }
 
 impl ResearchConfig {
@@ -120,6 +125,8 @@ impl ResearchConfig {
             max_result_chars: Self::DEFAULT_MAX_RESULT_CHARS,
             command_timeout: Self::DEFAULT_COMMAND_TIMEOUT,
             max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+            home: None,
+            env: None,
         }
     }
 }
@@ -351,7 +358,13 @@ impl Research {
         command
             .current_dir(self.workspace())
             .env_clear()
-            .envs(scrub_env(std::env::vars_os()));
+            .envs(scrub_env(match &self.config.env {
+                Some(vars) => vars
+                    .iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect::<Vec<_>>(),
+                None => std::env::vars_os().collect(),
+            }));
         let out = run_process(
             command,
             self.config.command_timeout,
@@ -413,7 +426,12 @@ impl Research {
 
     /// Resolves a path argument; `Err` is the refusal text.
     fn locate(&self, raw: &str) -> Result<paths::Located, String> {
-        paths::locate(&self.workspace_lexical, &self.workspace_real, raw)
+        paths::locate(
+            &self.workspace_lexical,
+            &self.workspace_real,
+            self.config.home.as_deref(),
+            raw,
+        )
     }
 
     /// Asks the approver when `located` is outside the workspace, or (for reads) a `.env*`

@@ -1222,20 +1222,15 @@ fn research_can_be_shared_between_threads() {
 }
 
 #[test]
-fn home_paths_expand_and_ask() {
-    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
-        return;
-    };
-    let Ok(home) = fs::canonicalize(PathBuf::from(home)) else {
-        return;
-    };
+fn home_paths_expand_to_the_configured_home_and_ask() {
     let fixture = Fixture::new();
-    if fixture.work().starts_with(&home) {
-        return;
-    }
+    // The hermetic home is beside the workspace, not inside it.
+    let home = canonical(&fixture.env.home());
+    let mut config = fixture.config();
+    config.home = Some(home.clone());
     let mut approver = FakeApprover::no_channel();
     let run = run_with(
-        &fixture.research(),
+        &Research::new(config),
         &mut approver,
         "list_dir",
         json!({"path": "~"}),
@@ -1247,6 +1242,16 @@ fn home_paths_expand_and_ask() {
             path: home.to_string_lossy().into_owned()
         }]
     );
+    // With no home known, `~` is refused rather than guessed.
+    let mut approver = FakeApprover::no_channel();
+    let run = run_with(
+        &fixture.research(),
+        &mut approver,
+        "list_dir",
+        json!({"path": "~/x"}),
+    );
+    assert!(run.result.contains("HOME is not known"), "{}", run.result);
+    assert!(approver.seen.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------

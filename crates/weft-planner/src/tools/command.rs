@@ -2,7 +2,6 @@
 //! workspace with empty stdin, in its own process group, with a scrubbed environment.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::Command;
 
 use weft_core::approval::Subject;
@@ -37,9 +36,7 @@ pub(crate) fn run_command(
     }
     let envelope = Envelope {
         workspace: research.workspace().to_owned(),
-        home: std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from),
+        home: research.config.home.clone(),
         follow_symlinks: true,
     };
     let mut decision = None;

@@ -38,6 +38,7 @@ pub(crate) struct Located {
 pub(crate) fn locate(
     workspace_lexical: &Path,
     workspace_real: &Path,
+    home: Option<&Path>,
     raw: &str,
 ) -> Result<Located, String> {
     if raw.contains('\0') {
@@ -46,10 +47,8 @@ pub(crate) fn locate(
     let text = raw.trim();
     let text = if text.is_empty() { "." } else { text };
     let expanded = if text == "~" || text.starts_with("~/") {
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("cannot expand `{text}`: HOME is not set"))?;
-        let mut path = PathBuf::from(home);
+        let home = home.ok_or_else(|| format!("cannot expand `{text}`: HOME is not known"))?;
+        let mut path = home.to_path_buf();
         if let Some(rest) = text.strip_prefix("~/") {
             path.push(rest);
         }
