@@ -14,7 +14,7 @@ use weft_core::{Plan, secrets};
 use crate::chat::{AgentPlanner, ChatModel, FinishReason, Message, StreamEvent};
 use crate::emit::{
     self, MAX_REPAIRS, PlanProblems, Prd, ReplyKind, corrective_for_broken, corrective_for_ops,
-    corrective_for_problems, terse_reemit,
+    corrective_for_problems, terse_reemit, terse_reemit_ops,
 };
 use crate::error::ProviderError;
 use crate::log::{LOG_DETAIL_CHARS, StepOutcome};
@@ -398,7 +398,7 @@ impl Session {
                 if *repairs >= MAX_REPAIRS {
                     return Err(PlannerError::Truncated { repairs: *repairs });
                 }
-                terse_reemit()
+                reemit(revising)
             }
             ReplyKind::Plan(_) | ReplyKind::TaskOps(_) => {
                 // The wrong envelope for this session: tell the model which one is wanted.
@@ -415,7 +415,7 @@ impl Session {
                 if *repairs >= MAX_REPAIRS {
                     return Err(PlannerError::Truncated { repairs: *repairs });
                 }
-                terse_reemit()
+                reemit(revising)
             }
             ReplyKind::Prose => return Ok(Next::Prose),
         };
@@ -440,16 +440,16 @@ impl Session {
                 for step in &reply.steps {
                     host.event(PlannerEvent::Step {
                         tool: step.tool.clone(),
-                        input: mask(&self.config.secrets, &cap(&step.input, 300)),
+                        input: cap(&mask(&self.config.secrets, &step.input), 300),
                         outcome: step.outcome,
                     });
                     host.log(LogItem {
                         turn: self.turn,
                         kind: LogKind::Tool,
                         tool: Some(step.tool.clone()),
-                        input: mask(&self.config.secrets, &cap(&step.input, 300)),
+                        input: cap(&mask(&self.config.secrets, &step.input), 300),
                         outcome: Some(step.outcome),
-                        detail: mask(&self.config.secrets, &cap(&step.detail, LOG_DETAIL_CHARS)),
+                        detail: cap(&mask(&self.config.secrets, &step.detail), LOG_DETAIL_CHARS),
                         approval: None,
                     });
                 }
@@ -486,7 +486,7 @@ impl Session {
                     }
                     for call in &reply.tool_calls {
                         if steps >= self.config.max_steps {
-                            let input = mask(&self.config.secrets, &cap(&call.arguments, 300));
+                            let input = cap(&mask(&self.config.secrets, &call.arguments), 300);
                             host.log(LogItem {
                                 turn: self.turn,
                                 kind: LogKind::Tool,
@@ -572,6 +572,15 @@ impl Session {
             detail: cap(&masked, LOG_DETAIL_CHARS),
             approval: None,
         });
+    }
+}
+
+/// The request after a cut-off reply: the edits again in a revision, else the whole plan.
+fn reemit(revising: bool) -> String {
+    if revising {
+        terse_reemit_ops()
+    } else {
+        terse_reemit()
     }
 }
 
