@@ -153,8 +153,14 @@ fn research(files: usize) {
         arguments: args.to_string(),
     };
     // Matches nothing, so every file is read.
-    let search = call("search", json!({"pattern": r"fn never_\d+\(", "max_results": 200}));
-    let found = call("search", json!({"pattern": r"fn handle_\d*777\(", "max_results": 200}));
+    let search = call(
+        "search",
+        json!({"pattern": r"fn never_\d+\(", "max_results": 200}),
+    );
+    let found = call(
+        "search",
+        json!({"pattern": r"fn handle_\d*777\(", "max_results": 200}),
+    );
     let list = call("list_dir", json!({"path": ".", "depth": 3}));
     let read = call(
         "read_file",
@@ -183,13 +189,19 @@ fn write_repo(root: &Path, files: usize) {
         fs_err::create_dir_all(&dir).expect("mkdir");
         let mut text = String::new();
         for f in 0..20 {
-            let _ = writeln!(text, "pub fn handle_{}(x: u32) -> u32 {{ x + {f} }}", i * 20 + f);
+            let _ = writeln!(
+                text,
+                "pub fn handle_{}(x: u32) -> u32 {{ x + {f} }}",
+                i * 20 + f
+            );
         }
         fs_err::write(dir.join(format!("f{i}.rs")), &text).expect("write");
         let ignored = root.join(format!("target/debug/{}", i % 50));
         fs_err::create_dir_all(&ignored).expect("mkdir");
         fs_err::write(ignored.join(format!("f{i}.rs")), &text).expect("write");
     }
-    let big: String = (0..50_000).map(|i| format!("line {i} of a big file\n")).collect();
+    let big: String = (0..50_000)
+        .map(|i| format!("line {i} of a big file\n"))
+        .collect();
     fs_err::write(root.join("big.txt"), big).expect("write");
 }

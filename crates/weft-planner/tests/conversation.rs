@@ -456,7 +456,10 @@ fn an_eager_planner_commits_its_first_reply_with_the_users_goal() {
     );
     assert!(host.correcting().is_empty());
     assert_eq!(host.kinds(), [(1, LogKind::User), (1, LogKind::Assistant)]);
-    assert_eq!(host.logs[0].input, GOAL, "the opening is logged by its goal");
+    assert_eq!(
+        host.logs[0].input, GOAL,
+        "the opening is logged by its goal"
+    );
     assert_eq!(host.logs[0].detail, OPENING);
     assert_eq!(host.logs[1].detail, plan_reply());
     assert!(
