@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod edit;
+pub mod interrupt;
 pub mod marker;
 pub mod model;
 pub mod prompt;

@@ -209,6 +209,18 @@ pub fn run(
     // other progress only update the display.
     let mut reschedule = true;
     loop {
+        if !stopping && crate::interrupted(config.interrupt.as_ref()) {
+            stopping = true;
+            on_event(EngineEvent::Notice {
+                text:
+                    "interrupted: stopping the running tasks (press Ctrl-C again to quit at once)"
+                        .into(),
+            });
+            for running in live.values() {
+                running.canceller.cancel();
+            }
+            reschedule = true;
+        }
         if reschedule {
             for request in store.take_controls(&plan_id, now())? {
                 on_event(EngineEvent::ControlHandled {

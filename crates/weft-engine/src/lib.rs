@@ -71,6 +71,16 @@ pub struct EngineConfig {
     pub locator: weft_agents::transcript::Locator,
     /// Bound on a transcript's final answer, in characters.
     pub answer_chars: usize,
+    /// Set by the front end when the user interrupts (Ctrl-C): the run stops as if
+    /// `weft stop` had been asked, killing every running attempt's process group.
+    pub interrupt: Option<Interrupt>,
+}
+
+pub use weft_core::interrupt::Interrupt;
+
+/// Whether `interrupt` was raised.
+pub fn interrupted(interrupt: Option<&Interrupt>) -> bool {
+    Interrupt::raised(interrupt)
 }
 
 /// What the engine reports while it runs. Front ends render these; nothing else prints.

@@ -83,6 +83,8 @@ pub struct PlanningConfig {
     pub turn_timeout: Duration,
     /// How often an open ask looks for an answer from another terminal.
     pub approval_poll: Duration,
+    /// Raised by the front end when the user interrupts (Ctrl-C).
+    pub interrupt: Option<crate::Interrupt>,
 }
 
 impl PlanningConfig {
@@ -104,6 +106,7 @@ impl PlanningConfig {
             max_steps: DEFAULT_MAX_STEPS,
             turn_timeout: Duration::from_secs(600),
             approval_poll: Duration::from_millis(250),
+            interrupt: None,
         }
     }
 
@@ -206,6 +209,7 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             let mut openai =
                 OpenAiConfig::from_env(&|name| config.env(name), config.model.as_deref())?;
             openai.idle_timeout = openai.idle_timeout.min(config.turn_timeout);
+            openai.interrupt = config.interrupt.clone();
             let mut research = ResearchConfig::new(config.workspace.clone());
             research.secrets = config.secrets.clone();
             research.home = config.env("HOME").map(PathBuf::from);
@@ -224,6 +228,7 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             cli.effort = config.effort.clone();
             cli.turn_timeout = config.turn_timeout;
             cli.env = config.env.clone();
+            cli.interrupt = config.interrupt.clone();
             Ok(Backend::Agent(Box::new(AgentCliPlanner::new(cli))))
         }
     }
@@ -250,6 +255,7 @@ fn session_config(
         max_steps: config.max_steps,
         secrets: config.secrets.clone(),
         prd_slug,
+        interrupt: config.interrupt.clone(),
     }
 }
 
@@ -413,6 +419,7 @@ fn converse(
         shared: &shared,
         policy,
         poll: config.approval_poll,
+        interrupt: config.interrupt.clone(),
     };
     let result = session.run(opening, &mut host, &mut approver);
     let shared = shared.into_inner();
@@ -482,6 +489,7 @@ struct StoreApprover<'s, 'a> {
     shared: &'s RefCell<Shared<'a>>,
     policy: ApprovalPolicy,
     poll: Duration,
+    interrupt: Option<crate::Interrupt>,
 }
 
 impl Approver for StoreApprover<'_, '_> {
@@ -542,6 +550,10 @@ impl Approver for StoreApprover<'_, '_> {
                 }
             }
             settled.extend(self.policy.expire(now));
+            if crate::interrupted(self.interrupt.as_ref()) {
+                // Nobody waits for the answer any more.
+                settled.extend(self.policy.planner_stopped(now));
+            }
             if let Some(mine) = settled.into_iter().find(|s| s.waiter == waiter) {
                 break mine.decision;
             }

@@ -159,12 +159,15 @@ pub enum PlannerError {
     },
     #[error("{0}")]
     StepLimit(String),
+    #[error("planning was interrupted")]
+    Interrupted,
 }
 
 impl PlannerError {
     pub fn hint(&self) -> Option<String> {
         match self {
             PlannerError::Provider(error) => error.hint(),
+            PlannerError::Interrupted => None,
             PlannerError::StepLimit(_) => Some(
                 "give a more specific goal, or plan interactively (on a terminal, without --yes)"
                     .into(),
@@ -191,6 +194,8 @@ pub struct SessionConfig {
     pub secrets: Vec<String>,
     /// PRD slug when the planner gives none.
     pub prd_slug: String,
+    /// Raised when the user interrupts: the conversation ends at the next step.
+    pub interrupt: Option<weft_core::interrupt::Interrupt>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -259,6 +264,7 @@ impl Session {
         let mut nudges = 0usize;
         let mut from_user = true;
         loop {
+            self.check_interrupt()?;
             if from_user {
                 self.turn += 1;
                 // The opening carries the project context; the goal is what a reader wants.
@@ -485,6 +491,9 @@ impl Session {
                         wrap_ups += 1;
                     }
                     for call in &reply.tool_calls {
+                        if weft_core::interrupt::Interrupt::raised(self.config.interrupt.as_ref()) {
+                            return Err(PlannerError::Interrupted);
+                        }
                         if steps >= self.config.max_steps {
                             let input = cap(&mask(&self.config.secrets, &call.arguments), 300);
                             host.log(LogItem {
@@ -542,6 +551,13 @@ impl Session {
                 }
             }
         }
+    }
+
+    fn check_interrupt(&self) -> Result<(), PlannerError> {
+        if weft_core::interrupt::Interrupt::raised(self.config.interrupt.as_ref()) {
+            return Err(PlannerError::Interrupted);
+        }
+        Ok(())
     }
 
     fn note(&self, host: &mut dyn Host, text: String) {

@@ -47,6 +47,9 @@ pub enum ProviderError {
     Agent { runner: String, message: String },
     #[error("the {runner} planner gave no answer within {}s; it was stopped", .after.as_secs())]
     AgentTimeout { runner: String, after: Duration },
+    /// The user interrupted the turn; an agent CLI's processes were stopped.
+    #[error("the {what} was interrupted")]
+    Interrupted { what: String },
 }
 
 impl ProviderError {
@@ -82,6 +85,7 @@ impl ProviderError {
                 "the text above is the CLI's own; fix it there (for a login, run the CLI once by hand)".into(),
             ),
             ProviderError::AgentTimeout { .. } => Some("try again, or raise planner_timeout".into()),
+            ProviderError::Interrupted { .. } => None,
         }
     }
 }

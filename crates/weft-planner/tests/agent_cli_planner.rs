@@ -455,6 +455,37 @@ fn codex_endless_reconnects_are_killed_by_the_turn_timeout() {
     assert_eq!(planner.session_id(), None);
 }
 
+#[test]
+fn an_interrupt_stops_the_turn_and_its_processes() {
+    let cli = FakeCli::new();
+    cli.turn(1, "codex/cx0.171.0-exec-json-no-network-killed.jsonl", 0)
+        .after(1, "sleep 60 & echo $! > \"$d/sleep.pid\"\nwait\n");
+    let interrupt = weft_core::interrupt::Interrupt::new();
+    let mut config = cli.planner(AgentCliKind::Codex).config().clone();
+    config.interrupt = Some(interrupt.clone());
+    let mut planner = AgentCliPlanner::new(config);
+    let raiser = {
+        let interrupt = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            interrupt.raise();
+        })
+    };
+    let started = Instant::now();
+    let (result, _) = send(&mut planner);
+    raiser.join().unwrap();
+    match result {
+        Err(ProviderError::Interrupted { what }) => assert!(what.contains("codex"), "{what}"),
+        other => panic!("expected Interrupted, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let sleep_pid: u32 = cli.read("sleep.pid").trim().parse().unwrap();
+    assert!(
+        !weft_agents::supervise::process_alive(sleep_pid),
+        "the CLI's child {sleep_pid} survived the interrupt"
+    );
+}
+
 // ---------------------------------------------------------------- OpenCode
 
 #[test]

@@ -277,6 +277,7 @@ fn config(style: Style) -> SessionConfig {
         max_steps: DEFAULT_MAX_STEPS,
         secrets: Vec::new(),
         prd_slug: "Fallback Slug".into(),
+        interrupt: None,
     }
 }
 
@@ -1443,4 +1444,76 @@ fn unexecuted_tool_calls_are_logged_with_their_arguments_masked() {
     for item in &host.logs {
         assert_no_secret(item, SECRET);
     }
+}
+
+/// Raises the interrupt when consulted, as Ctrl-C during an approval question would.
+#[derive(Debug)]
+struct InterruptingApprover(weft_core::interrupt::Interrupt);
+
+impl Approver for InterruptingApprover {
+    fn decide(&mut self, subject: Subject) -> Decision {
+        self.0.raise();
+        Decision {
+            scope: subject.scope(),
+            allowed: false,
+            source: Source::Withdrawn,
+            decided_at: 0,
+        }
+    }
+}
+
+#[test]
+fn an_interrupt_ends_the_conversation_before_the_next_step() {
+    let fixture = Fixture::new();
+    let outside = fixture.write_outside("x.txt", "x\n");
+    let interrupt = weft_core::interrupt::Interrupt::new();
+    let mut first = config(Style::OneShot);
+    first.interrupt = Some(interrupt.clone());
+    let (mut session, calls) = api_session(
+        &fixture,
+        first,
+        vec![
+            tool_calls(&[
+                (
+                    "c1",
+                    "read_file",
+                    json!({"path": outside.to_str().unwrap()}),
+                ),
+                ("c2", "read_file", json!({"path": "src/lib.rs"})),
+            ]),
+            text(plan_reply()),
+        ],
+    );
+    let mut host = RecordingHost::default();
+    let result = session.run(
+        OPENING.to_owned(),
+        &mut host,
+        &mut InterruptingApprover(interrupt.clone()),
+    );
+    assert!(
+        matches!(result, Err(PlannerError::Interrupted)),
+        "{result:?}"
+    );
+    // The second call never ran and the model was not asked again.
+    assert_eq!(call_count(&calls), 1);
+    let tools: Vec<&LogItem> = host
+        .logs
+        .iter()
+        .filter(|l| l.kind == LogKind::Tool)
+        .collect();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+
+    // Raised before the start: nothing is sent at all.
+    let interrupt = weft_core::interrupt::Interrupt::new();
+    interrupt.raise();
+    let mut second = config(Style::OneShot);
+    second.interrupt = Some(interrupt);
+    let (mut session, calls) = api_session(&fixture, second, vec![text(plan_reply())]);
+    let result = run(
+        &mut session,
+        &mut RecordingHost::default(),
+        &mut ScriptedApprover::default(),
+    );
+    assert!(matches!(result, Err(PlannerError::Interrupted)));
+    assert_eq!(call_count(&calls), 0);
 }

@@ -175,6 +175,7 @@ impl Ctx {
             preflight_timeout: weft_engine::defaults::PREFLIGHT_TIMEOUT,
             locator: transcript_locator(),
             answer_chars: self.settings.answer_chars(),
+            interrupt: None,
         })
     }
 }

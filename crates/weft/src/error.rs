@@ -7,9 +7,11 @@ use weft_core::{EditError, WorkflowError};
 use weft_store::StoreError;
 
 /// Exit codes: 1 for a refused or failed command, 2 for bad usage (clap's), 75 when the
-/// database stayed busy (try again later).
+/// database stayed busy (try again later), 130 when the user interrupted.
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BUSY: u8 = 75;
+/// Ctrl-C (SIGINT): 128 + 2, as shells report it.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug)]
 pub struct CliError {

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod context;
 mod error;
+mod interrupt;
 mod planner_ui;
 mod progress;
 mod render;

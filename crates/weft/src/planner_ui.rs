@@ -7,11 +7,15 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
 use weft_core::Timestamp;
+use weft_engine::Interrupt;
 use weft_engine::planning::{
     ApprovalAnswer, ApprovalPrompt, PlanFrontEnd, PlannerEvent, StepOutcome,
 };
 
 use crate::context::now;
+
+/// How often a wait for the user looks at the interrupt flag.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// Longest line read from the user (a pasted essay is cut, not buffered without end).
 const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -25,12 +29,14 @@ pub struct TerminalPlanner {
     shown_asks: HashSet<i64>,
     /// Print the planner's text as it streams (a conversation) or only notices (one-shot).
     show_text: bool,
+    /// Ctrl-C: a wait for the user ends.
+    interrupt: Option<Interrupt>,
 }
 
 impl TerminalPlanner {
     /// A conversation: lines come from stdin, read on their own thread so an approval
     /// question can also watch for an answer from another terminal.
-    pub fn conversation() -> TerminalPlanner {
+    pub fn conversation(interrupt: Option<Interrupt>) -> TerminalPlanner {
         let (sender, receiver) = channel();
         std::thread::Builder::new()
             .name("weft-planner-input".into())
@@ -58,16 +64,18 @@ impl TerminalPlanner {
             streamed: false,
             shown_asks: HashSet::new(),
             show_text: true,
+            interrupt,
         }
     }
 
     /// A one-shot run: nothing is read.
-    pub fn one_shot() -> TerminalPlanner {
+    pub fn one_shot(interrupt: Option<Interrupt>) -> TerminalPlanner {
         TerminalPlanner {
             input: None,
             streamed: false,
             shown_asks: HashSet::new(),
             show_text: false,
+            interrupt,
         }
     }
 
@@ -146,7 +154,18 @@ impl PlanFrontEnd for TerminalPlanner {
                 let _ = write!(err, "{cyan}you>{cyan:#} ");
                 let _ = err.flush();
             }
-            let line = input.recv().ok()?;
+            let line = loop {
+                match input.recv_timeout(INTERRUPT_POLL) {
+                    Ok(line) => break line,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if weft_engine::interrupted(self.interrupt.as_ref()) {
+                            let _ = writeln!(anstream::stderr().lock());
+                            return None;
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return None,
+                }
+            };
             let trimmed = line.trim();
             if trimmed.is_empty() {
                 continue;

@@ -101,6 +101,9 @@ pub struct AgentCliConfig {
     pub turn_timeout: Duration,
     /// Extra environment for the CLI.
     pub env: Vec<(String, String)>,
+    /// Raised by the front end when the user interrupts: the turn's process group is
+    /// stopped.
+    pub interrupt: Option<weft_core::interrupt::Interrupt>,
 }
 
 impl AgentCliConfig {
@@ -114,6 +117,7 @@ impl AgentCliConfig {
             effort: None,
             turn_timeout: DEFAULT_TURN_TIMEOUT,
             env: Vec::new(),
+            interrupt: None,
         }
     }
 }
@@ -338,6 +342,7 @@ impl AgentPlanner for AgentCliPlanner {
             env,
             stdin: self.stdin_text(&turn),
             timeout: self.config.turn_timeout,
+            interrupt: self.config.interrupt.clone(),
         };
 
         let mut parser: Box<dyn StreamParser> = match self.config.kind {
@@ -367,6 +372,11 @@ impl AgentPlanner for AgentCliPlanner {
         })?;
 
         let resumed = matches!(turn.session, TurnSession::Resume { .. });
+        if run.interrupted {
+            return Err(ProviderError::Interrupted {
+                what: format!("{} planner's turn", self.label()),
+            });
+        }
         if run.timed_out {
             return Err(ProviderError::AgentTimeout {
                 runner: self.label(),

@@ -64,6 +64,9 @@ pub struct OpenAiConfig {
     /// The longest a whole request may take, streaming included.
     pub request_timeout: Duration,
     pub max_tokens: Option<u32>,
+    /// Raised by the front end when the user interrupts: the stream is dropped at its next
+    /// line.
+    pub interrupt: Option<weft_core::interrupt::Interrupt>,
 }
 
 impl OpenAiConfig {
@@ -82,6 +85,7 @@ impl OpenAiConfig {
             idle_timeout: OpenAiConfig::DEFAULT_IDLE_TIMEOUT,
             request_timeout: OpenAiConfig::DEFAULT_REQUEST_TIMEOUT,
             max_tokens: None,
+            interrupt: None,
         }
     }
 
@@ -526,6 +530,11 @@ impl OpenAiModel {
         let mut data = String::new();
         let mut has_data = false;
         loop {
+            if weft_core::interrupt::Interrupt::raised(self.config.interrupt.as_ref()) {
+                return Err(ProviderError::Interrupted {
+                    what: format!("reply from {}", self.config.endpoint()),
+                });
+            }
             line.clear();
             let read = read_line(&mut reader, &mut line, EVENT_CAP);
             let ended = match read {

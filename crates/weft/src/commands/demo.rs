@@ -73,13 +73,15 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.short_id(),
         plan.tasks.len()
     ));
-    let config = ctx.engine_config(
+    let mut config = ctx.engine_config(
         &plan.id,
         RunOptions {
             isolated: true,
             ..RunOptions::default()
         },
     )?;
+    // Ctrl-C stops the running agents and keeps the run resumable.
+    config.interrupt = Some(crate::interrupt::install());
     let result = execute(&config, args.json);
     let mut store = ctx.store_with_plans()?;
     if result.is_ok() {

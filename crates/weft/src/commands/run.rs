@@ -39,7 +39,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let plan_id = ctx.plan_id(&store)?;
     drop(store);
     let isolated = isolation_choice(&ctx, args.isolated, args.without_isolation)?;
-    let config = ctx.engine_config(
+    let mut config = ctx.engine_config(
         &plan_id,
         RunOptions {
             isolated,
@@ -49,6 +49,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             retry_failed: args.retry_failed,
         },
     )?;
+    // Ctrl-C stops the running agents and keeps the run resumable.
+    config.interrupt = Some(crate::interrupt::install());
     execute(&config, args.json)
 }
 
@@ -75,6 +77,15 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
 pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
     let mut progress = Progress::new(json);
     let summary = weft_engine::run(config, &mut |event| progress.event(&event))?;
+    if weft_engine::interrupted(config.interrupt.as_ref()) {
+        let mut error = CliError::new(format!(
+            "run {} interrupted: the running tasks were stopped",
+            summary.run_id
+        ))
+        .hint("`weft run` continues where it left off; `weft status` shows what is left");
+        error.code = crate::error::EXIT_INTERRUPTED;
+        return Err(error);
+    }
     if summary.all_done {
         Ok(())
     } else {

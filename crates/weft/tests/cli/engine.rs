@@ -359,6 +359,40 @@ fn an_engine_killed_mid_run_is_finished_by_the_next_run() {
     }
 }
 
+#[test]
+fn ctrl_c_stops_the_running_agents_and_the_next_run_continues() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[("left", "hang-unless go")]);
+    let mut engine = weft.command(&["run"]);
+    engine.stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = engine.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while statuses(&weft)["left"] != "in_progress" {
+        assert!(Instant::now() < deadline, "{:?}", statuses(&weft));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hung_pid = records(&weft)
+        .iter()
+        .find(|r| r.event == "start" && r.task == "left")
+        .unwrap()
+        .pid;
+    // SIGINT, as Ctrl-C sends it.
+    nix_kill(child.id(), 2);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(
+        !process_running(hung_pid),
+        "Ctrl-C left the agent {hung_pid} running"
+    );
+    assert_eq!(statuses(&weft)["left"], "interrupted");
+
+    weft.write("go", "");
+    weft.ok(&["run"]);
+    assert!(statuses(&weft).values().all(|s| s == "completed"));
+}
+
 /// Start `weft run` in the background and wait until `task` is running.
 fn start_engine_until_running(weft: &Weft, task: &str) -> std::process::Child {
     let mut engine = weft.command(&["run"]);

@@ -899,3 +899,69 @@ fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
         info.stdout
     );
 }
+
+#[test]
+fn ctrl_c_stops_an_agent_cli_planner_and_keeps_the_draft() {
+    let weft = workspace();
+    let bin = weft.env.root().join("bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    let script = bin.join("claude");
+    fs_err::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nsleep 120 & echo $! > '{dir}/sleep.pid'\nwait\n",
+            dir = bin.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args = [
+        "plan",
+        "Add rate limiting",
+        "--yes",
+        "--planner",
+        "claude-code",
+    ];
+    let mut command = weft.command(&args);
+    let mut joined = bin.as_os_str().to_owned();
+    joined.push(":");
+    joined.push(std::env::var_os("PATH").unwrap_or_default());
+    command
+        .env("PATH", joined)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid_file = bin.join("sleep.pid");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs_err::read_to_string(&pid_file).map_or(true, |t| t.trim().is_empty()) {
+        assert!(Instant::now() < deadline, "the planner CLI never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let sleeper: u32 = fs_err::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    // Gone, or a zombie waiting for init to reap it.
+    let running = fs_err::read_to_string(format!("/proc/{sleeper}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    });
+    assert!(!running, "the planner CLI's child survived Ctrl-C");
+    // The draft keeps what was logged.
+    let status = weft.status_json();
+    assert_eq!(status["plan"]["status"], "draft");
+}

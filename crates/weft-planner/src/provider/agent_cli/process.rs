@@ -41,6 +41,7 @@ pub(super) struct RunSpec<'a> {
     pub env: Vec<(String, String)>,
     pub stdin: String,
     pub timeout: Duration,
+    pub interrupt: Option<weft_core::interrupt::Interrupt>,
 }
 
 /// How the process ended.
@@ -49,6 +50,8 @@ pub(super) struct RunEnd {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// The user interrupted; the group was killed.
+    pub interrupted: bool,
     /// The end of stderr, lossy UTF-8.
     pub stderr: String,
 }
@@ -98,6 +101,7 @@ pub(super) fn run(spec: &RunSpec<'_>, on_line: &mut dyn FnMut(&str)) -> Result<R
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let mut stdout_open = true;
     let mut timed_out = false;
+    let mut interrupted = false;
     // When the leader was first seen gone while stdout stayed open.
     let mut leader_gone_since: Option<Instant> = None;
     // After a kill, how long output may still drain.
@@ -122,7 +126,16 @@ pub(super) fn run(spec: &RunSpec<'_>, on_line: &mut dyn FnMut(&str)) -> Result<R
         if !stdout_open && !leader_alive {
             break;
         }
-        if !timed_out && now >= deadline {
+        if !timed_out
+            && !interrupted
+            && weft_core::interrupt::Interrupt::raised(spec.interrupt.as_ref())
+        {
+            interrupted = true;
+            kill_group(group, KILL_GRACE);
+            give_up_at = Some(Instant::now() + DRAIN_GRACE);
+            continue;
+        }
+        if !timed_out && !interrupted && now >= deadline {
             timed_out = true;
             kill_group(group, KILL_GRACE);
             give_up_at = Some(Instant::now() + DRAIN_GRACE);
@@ -161,6 +174,7 @@ pub(super) fn run(spec: &RunSpec<'_>, on_line: &mut dyn FnMut(&str)) -> Result<R
         exit_code: status.code(),
         signal: status.signal(),
         timed_out,
+        interrupted,
         stderr,
     })
 }

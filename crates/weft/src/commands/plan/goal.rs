@@ -126,6 +126,7 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     // has nobody, so its asks are denied at once.
     config.approval_channel = style == Style::Conversation;
     config.max_steps = ctx.settings.planner_max_steps();
+    config.interrupt = Some(crate::interrupt::install());
     config.turn_timeout = ctx.settings.planner_timeout();
     Ok(config)
 }
@@ -148,8 +149,8 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
     };
     let config = planning_config(&ctx, &args, style)?;
     let mut front = match style {
-        Style::Conversation => TerminalPlanner::conversation(),
-        _ => TerminalPlanner::one_shot(),
+        Style::Conversation => TerminalPlanner::conversation(config.interrupt.clone()),
+        _ => TerminalPlanner::one_shot(config.interrupt.clone()),
     };
     let mut store = ctx.store_for_write()?;
     note(&format!(
@@ -162,7 +163,7 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
         }
     ));
     let outcome = planning::plan_from_goal(&mut store, goal.trim(), &config, &mut front)
-        .map_err(planning_error)?;
+        .map_err(|e| planning_error(e, &config))?;
     match outcome {
         PlanningOutcome::Committed { plan, prd_path } => {
             note(&format!(
@@ -181,6 +182,16 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
                 plan_map(out, &plan, ctx.settings.runner(), &Default::default())
             }))
         }
+        PlanningOutcome::Abandoned { draft }
+            if weft_engine::interrupted(config.interrupt.as_ref()) =>
+        {
+            let mut error = CliError::new(format!(
+                "planning interrupted before a plan; draft {draft} keeps the research log"
+            ))
+            .hint(format!("`weft plan log --plan {draft}` shows it"));
+            error.code = crate::error::EXIT_INTERRUPTED;
+            Err(error)
+        }
         PlanningOutcome::Abandoned { draft } => {
             note(&format!(
                 "planning ended without a plan; draft {draft} keeps the research log (`weft plan log --plan {draft}`)"
@@ -191,10 +202,13 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
     }
 }
 
-pub fn planning_error(error: PlanningError) -> CliError {
+pub fn planning_error(error: PlanningError, config: &PlanningConfig) -> CliError {
     let mut out = CliError::new(error.to_string());
     if let Some(hint) = error.hint() {
         out = out.hint(hint);
+    }
+    if weft_engine::interrupted(config.interrupt.as_ref()) {
+        out.code = crate::error::EXIT_INTERRUPTED;
     }
     out
 }

@@ -35,9 +35,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         config
     })?;
     let mut front = if config.approval_channel {
-        TerminalPlanner::conversation()
+        TerminalPlanner::conversation(config.interrupt.clone())
     } else {
-        TerminalPlanner::one_shot()
+        TerminalPlanner::one_shot(config.interrupt.clone())
     };
     note(&format!(
         "revising with {}; research is read-only",
@@ -50,7 +50,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         &config,
         &mut front,
     )
-    .map_err(planning_error)?;
+    .map_err(|e| planning_error(e, &config))?;
     match outcome {
         PlanningOutcome::Revised {
             plan,
