@@ -85,6 +85,8 @@ pub struct PlanningConfig {
     pub approval_poll: Duration,
     /// Raised by the front end when the user interrupts (Ctrl-C).
     pub interrupt: Option<crate::Interrupt>,
+    /// Prose replies go to the user (a conversation; a revision at a terminal).
+    pub converse: bool,
 }
 
 impl PlanningConfig {
@@ -107,6 +109,7 @@ impl PlanningConfig {
             turn_timeout: Duration::from_secs(600),
             approval_poll: Duration::from_millis(250),
             interrupt: None,
+            converse: style == Style::Conversation,
         }
     }
 
@@ -256,6 +259,8 @@ fn session_config(
         secrets: config.secrets.clone(),
         prd_slug,
         interrupt: config.interrupt.clone(),
+        converse: config.converse,
+        opening_summary: None,
     }
 }
 
@@ -351,10 +356,9 @@ pub fn revise_plan(
         .unwrap_or_else(|| weft_core::slug::slugify(&base.goal));
     let mut revision = config.clone();
     revision.style = Style::Revision;
-    let mut session = Session::new(
-        backend,
-        session_config(&revision, &base.goal, Some(base.clone()), slug),
-    );
+    let mut session_settings = session_config(&revision, &base.goal, Some(base.clone()), slug);
+    session_settings.opening_summary = Some(format!("revise: {request}"));
+    let mut session = Session::new(backend, session_settings);
     let opening =
         prompt::revision_message(&base.goal, prd_text.as_deref(), &plan_lines(&base), request);
     let (result, saved_prd) = converse(&mut session, opening, store, plan_id, &revision, front);

@@ -196,6 +196,12 @@ pub struct SessionConfig {
     pub prd_slug: String,
     /// Raised when the user interrupts: the conversation ends at the next step.
     pub interrupt: Option<weft_core::interrupt::Interrupt>,
+    /// A prose reply goes to the user for an answer (a conversation, or a revision at a
+    /// terminal); otherwise the planner is nudged to emit.
+    pub converse: bool,
+    /// How the opening turn is named in the research log (its text carries the whole
+    /// project context); `None` names it by the goal.
+    pub opening_summary: Option<String>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -268,9 +274,13 @@ impl Session {
             if from_user {
                 self.turn += 1;
                 // The opening carries the project context; the goal is what a reader wants.
-                if self.turn == 1 && self.config.style != Style::Revision {
-                    let goal = self.config.goal.clone();
-                    self.log_summarised(host, LogKind::User, &goal, &message);
+                if self.turn == 1 {
+                    let summary = self
+                        .config
+                        .opening_summary
+                        .clone()
+                        .unwrap_or_else(|| self.config.goal.clone());
+                    self.log_summarised(host, LogKind::User, &summary, &message);
                 } else {
                     self.log_text(host, LogKind::User, &message);
                 }
@@ -299,7 +309,7 @@ impl Session {
                     from_user = false;
                 }
                 Next::Prose => match self.config.style {
-                    Style::Conversation => match host.ask_user(&shown) {
+                    _ if self.config.converse => match host.ask_user(&shown) {
                         Some(answer) => {
                             message = answer;
                             from_user = true;
@@ -311,7 +321,7 @@ impl Session {
                             });
                         }
                     },
-                    Style::OneShot | Style::Revision => {
+                    _ => {
                         if nudges >= MAX_NUDGES {
                             return Err(PlannerError::NoPlan {
                                 wanted: if self.config.style == Style::Revision {

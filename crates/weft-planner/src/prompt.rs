@@ -63,8 +63,10 @@ line starting with \"Assumption:\".";
 const WORKFLOW_REVISION: &str = "\
 How you work: the plan below exists and may be partly done. Re-read the goal, the PRD (if \
 any) and the plan, research what the change needs, then reply with task edits as one JSON \
-object and nothing else. Completed and running tasks are the record of what ran: never \
-update or remove them. Prefer the smallest set of edits.";
+object and nothing else. If the request is ambiguous in a way that would change the edits, \
+you may instead ask one question (citing the files behind it, with your recommendation); \
+if nobody can answer you will be told to decide. Completed and running tasks are the record \
+of what ran: never update or remove them. Prefer the smallest set of edits.";
 
 const SIZING_RULES: &str = "\
 Task sizing:

@@ -278,6 +278,8 @@ fn config(style: Style) -> SessionConfig {
         secrets: Vec::new(),
         prd_slug: "Fallback Slug".into(),
         interrupt: None,
+        converse: style == Style::Conversation,
+        opening_summary: None,
     }
 }
 

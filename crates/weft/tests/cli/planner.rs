@@ -965,3 +965,56 @@ fn ctrl_c_stops_an_agent_cli_planner_and_keeps_the_draft() {
     let status = weft.status_json();
     assert_eq!(status["plan"]["status"], "draft");
 }
+
+#[test]
+fn a_fully_specified_goal_is_planned_without_a_question_even_in_a_conversation() {
+    let weft = workspace();
+    let mock = MockModel::start(vec![MockReply::text(plan_text())]);
+    // Nothing is typed: the plan commits on the first reply.
+    let run = converse(
+        &weft,
+        &mock,
+        &["plan", "Add a token bucket to route()", "--interactive"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    assert!(
+        !run.stderr.contains("you>"),
+        "nobody was asked: {}",
+        run.stderr
+    );
+    assert_eq!(task_ids(&weft), ["limiter", "wire", "verify"]);
+    assert_eq!(mock.chat_requests().len(), 1);
+}
+
+#[test]
+fn a_revision_at_a_terminal_may_ask_one_question_first() {
+    let weft = workspace();
+    let mock = MockModel::start(vec![MockReply::text(plan_text())]);
+    plan_with(&weft, &mock, &["plan", "Add rate limiting", "--yes"]);
+    let ops = json!({"taskOps": [
+        {"op": "add", "task": {"id": "docs", "title": "Document the limits", "prompt": "Write docs/limits.md."}}
+    ]});
+    let mock = MockModel::start(vec![
+        MockReply::text(
+            "Should the docs go in README.md or a new docs/limits.md? I recommend docs/limits.md.",
+        ),
+        MockReply::text(ops.to_string()),
+    ]);
+    let run = converse(
+        &weft,
+        &mock,
+        &["plan", "revise", "Document the limits", "--interactive"],
+        "docs/limits.md\n",
+    );
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    assert!(run.stdout.contains("Should the docs go"), "{}", run.stdout);
+    assert_eq!(last_message(&mock, 1), "docs/limits.md");
+    assert!(task_ids(&weft).contains(&"docs".to_owned()));
+    let log = weft.ok(&["plan", "log"]);
+    assert!(
+        log.stdout.contains("user: revise: Document the limits"),
+        "{}",
+        log.stdout
+    );
+}

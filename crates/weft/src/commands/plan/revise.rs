@@ -32,6 +32,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     // a terminal can still answer approval questions.
     let config = planning_config(&ctx, &args.planner, Style::Revision).map(|mut config| {
         config.approval_channel = conversational(&args.planner);
+        // At a terminal the reviser may ask a question; without one it is nudged to emit.
+        config.converse = config.approval_channel;
         config
     })?;
     let mut front = if config.approval_channel {
