@@ -481,6 +481,9 @@ impl Session {
                 let specs = research.specs();
                 let mut steps = 0usize;
                 let mut wrap_ups = 0usize;
+                // Calls already made this turn: a repeat is answered without running again.
+                let mut made: std::collections::HashSet<(String, String)> =
+                    std::collections::HashSet::new();
                 loop {
                     let reply = model
                         .complete(&self.messages, &specs, &mut |event| forward(host, event))?;
@@ -525,6 +528,27 @@ impl Session {
                             continue;
                         }
                         steps += 1;
+                        if !made.insert((call.name.clone(), normalise_arguments(&call.arguments))) {
+                            let input = mask(&self.config.secrets, &call.arguments);
+                            let input = cap(&format!("{} {input}", call.name), 300);
+                            host.log(LogItem {
+                                turn: self.turn,
+                                kind: LogKind::Tool,
+                                tool: Some(call.name.clone()),
+                                input: input.clone(),
+                                outcome: Some(StepOutcome::NotExecuted),
+                                detail: prompt::REPEATED_CALL.to_owned(),
+                                approval: None,
+                            });
+                            host.event(PlannerEvent::Step {
+                                tool: call.name.clone(),
+                                input,
+                                outcome: StepOutcome::NotExecuted,
+                            });
+                            self.messages
+                                .push(Message::tool_result(&call.id, prompt::REPEATED_CALL));
+                            continue;
+                        }
                         let run = research.run(call, approver);
                         let approval = run.decision.as_ref().map(|d| {
                             format!(
@@ -607,6 +631,29 @@ fn reemit(revising: bool) -> String {
         terse_reemit_ops()
     } else {
         terse_reemit()
+    }
+}
+
+/// Tool arguments compared by meaning: `{"a":1, "b":2}` and `{"b":2,"a":1}` are one call.
+fn normalise_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value) => sorted(value).to_string(),
+        Err(_) => arguments.trim().to_owned(),
+    }
+}
+
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(String, serde_json::Value)> =
+                map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
     }
 }
 

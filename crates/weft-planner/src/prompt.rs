@@ -214,6 +214,10 @@ task it shaped (\"Assumption: …\"), and reply now with only the plan JSON.";
 pub const REVISION_NUDGE: &str =
     "Reply with only the task edits as one JSON object `{\"taskOps\": [...]}`.";
 
+/// Tool-result note for a call the model already made this turn.
+pub const REPEATED_CALL: &str = "Not executed: you already made this exact call in this \
+turn and its result is above. Use it, or ask for something different.";
+
 /// Tool-result note when the research budget is spent.
 pub const BUDGET_SPENT: &str = "Not executed: the research budget for this turn is spent. \
 Answer with what you have learned: ask your question, write the outline, or emit the plan.";

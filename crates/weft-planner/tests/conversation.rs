@@ -1519,3 +1519,35 @@ fn an_interrupt_ends_the_conversation_before_the_next_step() {
     assert!(matches!(result, Err(PlannerError::Interrupted)));
     assert_eq!(call_count(&calls), 0);
 }
+
+#[test]
+fn a_call_repeated_in_one_turn_is_answered_without_running_again() {
+    let fixture = Fixture::new();
+    let (mut session, calls) = api_session(
+        &fixture,
+        config(Style::OneShot),
+        vec![
+            tool_calls(&[("c1", "read_file", json!({"path": "src/lib.rs", "limit": 5}))]),
+            // The same call with its arguments in another order.
+            tool_calls(&[("c2", "read_file", json!({"limit": 5, "path": "src/lib.rs"}))]),
+            text(plan_reply()),
+        ],
+    );
+    let mut host = RecordingHost::default();
+    plan_of(run(&mut session, &mut host, &mut ScriptedApprover::default()).unwrap());
+    assert_eq!(call_count(&calls), 3);
+    let results = tool_results(&call(&calls, 2));
+    assert!(results[0].1.contains("a + b"), "{}", results[0].1);
+    assert_eq!(
+        results[1],
+        (
+            "c2".to_owned(),
+            weft_planner::prompt::REPEATED_CALL.to_owned()
+        )
+    );
+    let outcomes: Vec<Option<StepOutcome>> = host.tool_logs().iter().map(|l| l.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Some(StepOutcome::Success), Some(StepOutcome::NotExecuted)]
+    );
+}

@@ -700,8 +700,11 @@ fn endpoint_failures_name_the_address_and_lose_nothing() {
 #[test]
 fn a_model_that_never_stops_calling_tools_is_ended_by_the_step_limit() {
     let weft = workspace();
-    let call = || MockReply::tool_calls(vec![("list_dir", json!({"path": "."}))]);
-    let mock = MockModel::start((0..10).map(|_| call()).collect());
+    // Different calls each round (a repeated call would be answered without running).
+    let call = |i: usize| {
+        MockReply::tool_calls(vec![("list_dir", json!({"path": ".", "depth": 1 + i % 3}))])
+    };
+    let mock = MockModel::start((0..10).map(call).collect());
     let args = [
         "-c",
         "planner_max_steps=3",
