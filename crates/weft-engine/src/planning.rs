@@ -211,7 +211,11 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
         PlannerChoice::OpenAi => {
             let mut openai =
                 OpenAiConfig::from_env(&|name| config.env(name), config.model.as_deref())?;
-            openai.idle_timeout = openai.idle_timeout.min(config.turn_timeout);
+            // Reasoning models can be silent for minutes before their first byte, and a
+            // long plan streams for a while: silence is bounded by the planner timeout, the
+            // whole reply by three times that.
+            openai.idle_timeout = config.turn_timeout;
+            openai.request_timeout = config.turn_timeout.saturating_mul(3);
             openai.interrupt = config.interrupt.clone();
             let mut research = ResearchConfig::new(config.workspace.clone());
             research.secrets = config.secrets.clone();

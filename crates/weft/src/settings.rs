@@ -117,7 +117,7 @@ pub const KEYS: &[Key] = &[
         name: "planner_timeout",
         env: "WEFT_PLANNER_TIMEOUT",
         default: "10m",
-        about: "how long one planner turn may take (an agent CLI's wall clock; an API stream's silence)",
+        about: "how long one planner turn may take: an agent CLI's wall clock; for an API, the longest silence (the whole reply may take three times that)",
         check: duration,
     },
     Key {
