@@ -265,6 +265,7 @@ fn session_config(
         interrupt: config.interrupt.clone(),
         converse: config.converse,
         opening_summary: None,
+        history_budget: weft_planner::conversation::DEFAULT_HISTORY_BUDGET,
     }
 }
 

@@ -27,6 +27,15 @@ pub const DEFAULT_MAX_STEPS: usize = 40;
 const WRAP_UP_ROUNDS: usize = 2;
 /// Prose replies a one-shot or revision planner gets nudged about before giving up.
 const MAX_NUDGES: usize = 2;
+/// Characters of API history (about 100,000 tokens) above which old tool results are
+/// pruned before the next request.
+pub const DEFAULT_HISTORY_BUDGET: usize = 400_000;
+/// What a pruned tool result keeps of its start.
+const PRUNED_KEEP_CHARS: usize = 400;
+/// Tool results this short are never pruned.
+const SMALL_RESULT_CHARS: usize = 1_500;
+/// The newest tool results (the model is working from them) are kept whole.
+const KEEP_RECENT_RESULTS: usize = 6;
 
 /// Who plans.
 #[derive(Debug)]
@@ -202,6 +211,8 @@ pub struct SessionConfig {
     /// How the opening turn is named in the research log (its text carries the whole
     /// project context); `None` names it by the goal.
     pub opening_summary: Option<String>,
+    /// API history size (characters) above which old tool results are pruned.
+    pub history_budget: usize,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -414,6 +425,8 @@ impl Session {
                 if *repairs >= MAX_REPAIRS {
                     return Err(PlannerError::Truncated { repairs: *repairs });
                 }
+                // Room for the re-emit: the research results have done their work.
+                compact(&mut self.messages, 0);
                 reemit(revising)
             }
             ReplyKind::Plan(_) | ReplyKind::TaskOps(_) => {
@@ -485,6 +498,13 @@ impl Session {
                 let mut made: std::collections::HashSet<(String, String)> =
                     std::collections::HashSet::new();
                 loop {
+                    let pruned = compact(&mut self.messages, self.config.history_budget);
+                    if pruned > 0 {
+                        host.event(PlannerEvent::Notice(format!(
+                            "pruned {pruned} old tool result{} to keep the conversation within the model's context",
+                            if pruned == 1 { "" } else { "s" }
+                        )));
+                    }
                     let reply = model
                         .complete(&self.messages, &specs, &mut |event| forward(host, event))?;
                     if reply.tool_calls.is_empty() {
@@ -633,6 +653,54 @@ fn reemit(revising: bool) -> String {
         terse_reemit()
     }
 }
+
+/// Prune old tool results (each kept to its start, with a note) while the history is over
+/// `budget` characters, oldest first; the newest results and short ones stay whole.
+/// Returns how many were pruned.
+fn compact(messages: &mut [Message], budget: usize) -> usize {
+    let size = |messages: &[Message]| -> usize {
+        messages
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len() + c.name.len())
+                        .sum::<usize>()
+            })
+            .sum()
+    };
+    let mut total = size(messages);
+    if total <= budget {
+        return 0;
+    }
+    let results: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == crate::chat::Role::Tool)
+        .map(|(i, _)| i)
+        .collect();
+    let prunable = results.len().saturating_sub(KEEP_RECENT_RESULTS);
+    let mut pruned = 0;
+    for &index in &results[..prunable] {
+        if total <= budget {
+            break;
+        }
+        let content = &messages[index].content;
+        if content.chars().count() <= SMALL_RESULT_CHARS || content.ends_with(PRUNED_NOTE) {
+            continue;
+        }
+        let before = content.len();
+        let kept: String = content.chars().take(PRUNED_KEEP_CHARS).collect();
+        messages[index].content = format!("{kept}…{PRUNED_NOTE}");
+        total = total - before + messages[index].content.len();
+        pruned += 1;
+    }
+    pruned
+}
+
+const PRUNED_NOTE: &str =
+    "\n[pruned by weft to save context; call the tool again if you need the rest]";
 
 /// Tool arguments compared by meaning: `{"a":1, "b":2}` and `{"b":2,"a":1}` are one call.
 fn normalise_arguments(arguments: &str) -> String {

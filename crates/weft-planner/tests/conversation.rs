@@ -18,8 +18,8 @@ use weft_planner::chat::{
     StreamEvent, ToolCall, ToolSpec,
 };
 use weft_planner::conversation::{
-    Backend, DEFAULT_MAX_STEPS, Finish, Host, LogItem, LogKind, PlannerError, PlannerEvent,
-    Session, SessionConfig,
+    Backend, DEFAULT_HISTORY_BUDGET, DEFAULT_MAX_STEPS, Finish, Host, LogItem, LogKind,
+    PlannerError, PlannerEvent, Session, SessionConfig,
 };
 use weft_planner::emit::{
     MAX_REPAIRS, PlanProblems, Prd, corrective_for_broken, corrective_for_ops,
@@ -280,6 +280,7 @@ fn config(style: Style) -> SessionConfig {
         interrupt: None,
         converse: style == Style::Conversation,
         opening_summary: None,
+        history_budget: DEFAULT_HISTORY_BUDGET,
     }
 }
 
@@ -1550,4 +1551,71 @@ fn a_call_repeated_in_one_turn_is_answered_without_running_again() {
         outcomes,
         [Some(StepOutcome::Success), Some(StepOutcome::NotExecuted)]
     );
+}
+
+#[test]
+fn old_tool_results_are_pruned_when_the_history_outgrows_its_budget() {
+    let fixture = Fixture::new();
+    let big: String = (0..400)
+        .map(|i| format!("line {i:03} of the big file\n"))
+        .collect();
+    fs::write(fixture.workspace.join("big.txt"), &big).unwrap();
+    let rounds = 10;
+    let mut replies: Vec<Reply> = (0..rounds)
+        .map(|i| {
+            tool_calls(&[(
+                &format!("c{i}"),
+                "read_file",
+                json!({"path": "big.txt", "offset": 1 + i, "limit": 400}),
+            )])
+        })
+        .collect();
+    replies.push(text(plan_reply()));
+    let small = SessionConfig {
+        history_budget: 40_000,
+        ..config(Style::OneShot)
+    };
+    let (mut session, calls) = api_session(&fixture, small, replies);
+    let mut host = RecordingHost::default();
+    plan_of(run(&mut session, &mut host, &mut ScriptedApprover::default()).unwrap());
+
+    let last = call(&calls, rounds);
+    let results = tool_results(&last);
+    assert_eq!(results.len(), rounds);
+    // Ten whole results would weigh ten times the newest; six whole ones and four
+    // pruned stubs weigh a little over six times.
+    let whole = results[rounds - 1].1.len();
+    let size: usize = results.iter().map(|(_, t)| t.len()).sum();
+    assert!(size < 6 * whole + 4 * 1_000, "{size} vs {whole} per result");
+    // The oldest are pruned to their start with a note; the newest six are whole.
+    assert!(results[0].1.contains("[pruned by weft"), "{}", results[0].1);
+    assert!(results[0].1.len() < 1_000);
+    for (_, text) in &results[rounds - 6..] {
+        assert!(!text.contains("[pruned by weft"));
+        assert!(text.contains("of the big file"));
+    }
+    assert!(
+        host.notices().iter().any(|n| n.contains("pruned")),
+        "{:?}",
+        host.notices()
+    );
+    // Within budget, nothing is touched.
+    let fixture = Fixture::new();
+    let (mut session, calls) = api_session(
+        &fixture,
+        config(Style::OneShot),
+        vec![
+            tool_calls(&[("c1", "read_file", json!({"path": "README.md"}))]),
+            text(plan_reply()),
+        ],
+    );
+    plan_of(
+        run(
+            &mut session,
+            &mut RecordingHost::default(),
+            &mut ScriptedApprover::default(),
+        )
+        .unwrap(),
+    );
+    assert!(!tool_results(&call(&calls, 1))[0].1.contains("[pruned"));
 }
