@@ -45,11 +45,27 @@ pub enum ProviderError {
     /// An agent CLI ended the turn with an error; `message` is the CLI's own text.
     #[error("the {runner} planner failed: {message}")]
     Agent { runner: String, message: String },
-    #[error("the {runner} planner gave no answer within {}s; it was stopped", .after.as_secs())]
-    AgentTimeout { runner: String, after: Duration },
+    #[error(
+        "the {runner} planner gave no answer within {}s; it was stopped{}",
+        .after.as_secs(),
+        said(.last_words)
+    )]
+    AgentTimeout {
+        runner: String,
+        after: Duration,
+        /// The last thing it reported (a retry, a warning, its stderr), if anything.
+        last_words: Option<String>,
+    },
     /// The user interrupted the turn; an agent CLI's processes were stopped.
     #[error("the {what} was interrupted")]
     Interrupted { what: String },
+}
+
+fn said(words: &Option<String>) -> String {
+    match words {
+        Some(words) => format!(" (its last message: {words})"),
+        None => String::new(),
+    }
 }
 
 impl ProviderError {

@@ -439,9 +439,16 @@ fn codex_endless_reconnects_are_killed_by_the_turn_timeout() {
     let (result, _) = send(&mut planner);
     let elapsed = started.elapsed();
     match result {
-        Err(ProviderError::AgentTimeout { runner, after }) => {
+        Err(ProviderError::AgentTimeout {
+            runner,
+            after,
+            last_words,
+        }) => {
             assert_eq!(runner, "codex");
             assert_eq!(after, Duration::from_secs(1));
+            // The retries say why the turn never ended.
+            let words = last_words.expect("codex said something");
+            assert!(words.contains("Reconnecting"), "{words}");
         }
         other => panic!("expected AgentTimeout, got {other:?}"),
     }

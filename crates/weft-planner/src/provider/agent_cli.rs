@@ -378,9 +378,23 @@ impl AgentPlanner for AgentCliPlanner {
             });
         }
         if run.timed_out {
+            // A CLI that retries for ever (no network, a bad key) usually said why.
+            let note = match parser.verdict(&mut turn_state, false) {
+                Verdict::Failed(message) => Some(message),
+                Verdict::Undecided { note } => note,
+                Verdict::Success => None,
+            };
+            let stderr = run
+                .stderr
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .map(|line| collect::one_line(line, 300));
             return Err(ProviderError::AgentTimeout {
                 runner: self.label(),
                 after: self.config.turn_timeout,
+                last_words: note.or(stderr),
             });
         }
         let verdict = parser.verdict(&mut turn_state, run.exit_code == Some(0));
