@@ -527,46 +527,30 @@ impl Session {
                         if weft_core::interrupt::Interrupt::raised(self.config.interrupt.as_ref()) {
                             return Err(PlannerError::Interrupted);
                         }
-                        if steps >= self.config.max_steps {
-                            let input = cap(&mask(&self.config.secrets, &call.arguments), 300);
-                            host.log(LogItem {
-                                turn: self.turn,
-                                kind: LogKind::Tool,
-                                tool: Some(call.name.clone()),
-                                input: input.clone(),
-                                outcome: Some(StepOutcome::NotExecuted),
-                                detail: prompt::BUDGET_SPENT.to_owned(),
-                                approval: None,
-                            });
-                            host.event(PlannerEvent::Step {
-                                tool: call.name.clone(),
-                                input,
-                                outcome: StepOutcome::NotExecuted,
-                            });
-                            self.messages
-                                .push(Message::tool_result(&call.id, prompt::BUDGET_SPENT));
-                            continue;
-                        }
-                        steps += 1;
-                        if !made.insert((call.name.clone(), normalise_arguments(&call.arguments))) {
+                        let unrun = if steps >= self.config.max_steps {
+                            Some(prompt::BUDGET_SPENT)
+                        } else {
+                            steps += 1;
+                            let key = (call.name.clone(), normalise_arguments(&call.arguments));
+                            (!made.insert(key)).then_some(prompt::REPEATED_CALL)
+                        };
+                        if let Some(note) = unrun {
                             let input = mask(&self.config.secrets, &call.arguments);
-                            let input = cap(&format!("{} {input}", call.name), 300);
                             host.log(LogItem {
                                 turn: self.turn,
                                 kind: LogKind::Tool,
                                 tool: Some(call.name.clone()),
-                                input: input.clone(),
+                                input: cap(&format!("{} {input}", call.name), 300),
                                 outcome: Some(StepOutcome::NotExecuted),
-                                detail: prompt::REPEATED_CALL.to_owned(),
+                                detail: note.to_owned(),
                                 approval: None,
                             });
                             host.event(PlannerEvent::Step {
                                 tool: call.name.clone(),
-                                input,
+                                input: cap(&input, 300),
                                 outcome: StepOutcome::NotExecuted,
                             });
-                            self.messages
-                                .push(Message::tool_result(&call.id, prompt::REPEATED_CALL));
+                            self.messages.push(Message::tool_result(&call.id, note));
                             continue;
                         }
                         let run = research.run(call, approver);

@@ -62,6 +62,39 @@ fn converse(weft: &Weft, mock: &MockModel, args: &[&str], input: &str) -> Run {
     }
 }
 
+/// A stand-in `claude` in a folder put first on PATH: `body` is its shell script (after
+/// the `#!`); `$BIN` names the folder. Returns the folder.
+fn fake_claude(weft: &Weft, body: &str) -> std::path::PathBuf {
+    let bin = weft.env.root().join("bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    let script = bin.join("claude");
+    fs_err::write(
+        &script,
+        format!("#!/bin/sh\nBIN='{}'\n{body}", bin.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// `weft args` with the fake CLIs in `bin` first on PATH.
+fn with_bin(weft: &Weft, bin: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = weft.command(args);
+    let mut joined = bin.as_os_str().to_owned();
+    joined.push(":");
+    joined.push(std::env::var_os("PATH").unwrap_or_default());
+    command.env("PATH", joined).env("WEFT_RUNNER", "exec");
+    command
+}
+
+const CLAUDE_PLANNER: [&str; 5] = [
+    "plan",
+    "Add rate limiting",
+    "--yes",
+    "--planner",
+    "claude-code",
+];
+
 fn plan_json() -> Value {
     json!({"tasks": [
         {"id": "limiter", "title": "Add a token-bucket limiter", "prompt": "Add src/limit.rs with a token bucket and unit tests.",
@@ -754,38 +787,15 @@ fn a_model_that_never_stops_calling_tools_is_ended_by_the_step_limit() {
 #[test]
 fn an_agent_cli_planner_that_is_not_logged_in_shows_its_own_error() {
     let weft = workspace();
-    let bin = weft.env.root().join("bin");
-    fs_err::create_dir_all(&bin).unwrap();
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "../../../shared/fixtures/agent-output/claude/cc2.1.197-stream-json-not-logged-in.jsonl",
     );
-    let script = bin.join("claude");
-    fs_err::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat > /dev/null\ncat '{}'\nexit 1\n",
-            fixture.display()
-        ),
-    )
-    .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut fs_err::metadata(&script).unwrap().permissions(),
-        0o755,
+    let bin = fake_claude(
+        &weft,
+        &format!("cat > /dev/null\ncat '{}'\nexit 1\n", fixture.display()),
     );
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let args = [
-        "plan",
-        "Add rate limiting",
-        "--yes",
-        "--planner",
-        "claude-code",
-    ];
-    let mut command = weft.command(&args);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut joined = bin.as_os_str().to_owned();
-    joined.push(":");
-    joined.push(path);
-    command.env("PATH", joined);
+    let args = CLAUDE_PLANNER;
+    let command = with_bin(&weft, &bin, &args);
     let run = weft.run_command(&args, command);
     assert_eq!(run.code, 1, "{}", weft.show(&run));
     assert!(run.stderr.contains("Not logged in"), "{}", run.stderr);
@@ -853,29 +863,15 @@ fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
         lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
     )
     .unwrap();
-    let script = bin.join("claude");
-    fs_err::write(
-        &script,
-        format!(
-            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{dir}/argv'\ncat > '{dir}/stdin'\ncat '{stream}'\n",
-            dir = bin.display(),
-            stream = stream.display()
+    fake_claude(
+        &weft,
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$BIN/argv\"\ncat > \"$BIN/stdin\"\ncat '{}'\n",
+            stream.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let args = [
-        "plan",
-        "Add rate limiting",
-        "--yes",
-        "--planner",
-        "claude-code",
-    ];
-    let mut command = weft.command(&args);
-    let mut joined = bin.as_os_str().to_owned();
-    joined.push(":");
-    joined.push(std::env::var_os("PATH").unwrap_or_default());
-    command.env("PATH", joined).env("WEFT_RUNNER", "exec");
+    );
+    let args = CLAUDE_PLANNER;
+    let command = with_bin(&weft, &bin, &args);
     let run = weft.run_command(&args, command);
     assert_eq!(run.code, 0, "{}", weft.show(&run));
     assert_eq!(task_ids(&weft), ["limiter", "wire", "verify"]);
@@ -906,33 +902,13 @@ fn an_agent_cli_planner_researches_in_plan_mode_and_its_plan_is_committed() {
 #[test]
 fn ctrl_c_stops_an_agent_cli_planner_and_keeps_the_draft() {
     let weft = workspace();
-    let bin = weft.env.root().join("bin");
-    fs_err::create_dir_all(&bin).unwrap();
-    let script = bin.join("claude");
-    fs_err::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat > /dev/null\nsleep 120 & echo $! > '{dir}/sleep.pid'\nwait\n",
-            dir = bin.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let args = [
-        "plan",
-        "Add rate limiting",
-        "--yes",
-        "--planner",
-        "claude-code",
-    ];
-    let mut command = weft.command(&args);
-    let mut joined = bin.as_os_str().to_owned();
-    joined.push(":");
-    joined.push(std::env::var_os("PATH").unwrap_or_default());
-    command
-        .env("PATH", joined)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let bin = fake_claude(
+        &weft,
+        "cat > /dev/null\nsleep 120 & echo $! > \"$BIN/sleep.pid\"\nwait\n",
+    );
+    let args = CLAUDE_PLANNER;
+    let mut command = with_bin(&weft, &bin, &args);
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
     let child = command.spawn().unwrap();
     let pid_file = bin.join("sleep.pid");
     let deadline = Instant::now() + Duration::from_secs(30);
