@@ -867,3 +867,54 @@ mod from_env {
         assert!(debug.contains("WEFT_PLANNER_API_KEY"));
     }
 }
+
+#[test]
+fn an_interrupt_is_heard_while_the_server_says_nothing() {
+    let mock = MockModel::start(vec![MockReply::hang()]);
+    let interrupt = weft_core::interrupt::Interrupt::new();
+    let config = OpenAiConfig {
+        interrupt: Some(interrupt.clone()),
+        ..config_for(&mock)
+    };
+    let mut model = OpenAiModel::new(config);
+    let raiser = {
+        let interrupt = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            interrupt.raise();
+        })
+    };
+    let started = Instant::now();
+    let result = model.complete(&[Message::user("plan")], &[], &mut |_| {});
+    raiser.join().unwrap();
+    assert!(
+        matches!(result, Err(ProviderError::Interrupted { .. })),
+        "{result:?}"
+    );
+    // Long before the 60 s idle timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn with_an_interrupt_configured_a_reply_still_streams_through() {
+    let mock = MockModel::start(vec![MockReply::text("hello there")]);
+    let config = OpenAiConfig {
+        interrupt: Some(weft_core::interrupt::Interrupt::new()),
+        ..config_for(&mock)
+    };
+    let mut model = OpenAiModel::new(config);
+    let mut text = String::new();
+    let reply = model
+        .complete(&[Message::user("hi")], &[], &mut |event| {
+            if let StreamEvent::Text(delta) = event {
+                text.push_str(&delta);
+            }
+        })
+        .unwrap();
+    assert_eq!(reply.text, "hello there");
+    assert_eq!(text, "hello there");
+}

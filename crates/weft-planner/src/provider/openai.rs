@@ -264,6 +264,7 @@ impl Endpoint {
 }
 
 /// A model behind an OpenAI-compatible chat-completions endpoint.
+#[derive(Clone)]
 pub struct OpenAiModel {
     config: OpenAiConfig,
     agent: ureq::Agent,
@@ -632,7 +633,60 @@ impl ChatModel for OpenAiModel {
         format!("openai:{}", self.config.model)
     }
 
+    /// With an interrupt configured, the request runs on its own thread so that Ctrl-C is
+    /// heard even while a server sends nothing; the abandoned thread ends with its
+    /// connection.
     fn complete(
+        &mut self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_event: &mut dyn FnMut(StreamEvent),
+    ) -> Result<Reply, ProviderError> {
+        let Some(interrupt) = self.config.interrupt.clone() else {
+            return self.complete_here(messages, tools, on_event);
+        };
+        enum Msg {
+            Event(StreamEvent),
+            Done(Result<Reply, ProviderError>),
+        }
+        let mut worker = self.clone();
+        let (messages, tools) = (messages.to_vec(), tools.to_vec());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("weft-planner-http".into())
+            .spawn(move || {
+                let events = sender.clone();
+                let result = worker.complete_here(&messages, &tools, &mut |event| {
+                    let _ = events.send(Msg::Event(event));
+                });
+                let _ = sender.send(Msg::Done(result));
+            })
+            .map_err(|err| self.protocol(format!("cannot start the request thread: {err}")))?;
+        loop {
+            match receiver.recv_timeout(INTERRUPT_POLL) {
+                Ok(Msg::Event(event)) => on_event(event),
+                Ok(Msg::Done(result)) => return result,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if interrupt.is_raised() {
+                        return Err(ProviderError::Interrupted {
+                            what: format!("reply from {}", self.config.endpoint()),
+                        });
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(self.protocol("the request thread ended without a reply"));
+                }
+            }
+        }
+    }
+}
+
+/// How often a request waiting on a silent server looks at the interrupt flag.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
+
+impl OpenAiModel {
+    /// One completion on this thread.
+    fn complete_here(
         &mut self,
         messages: &[Message],
         tools: &[ToolSpec],
