@@ -144,9 +144,9 @@ fn ask_from_row(row: &Row<'_>) -> rusqlite::Result<AskRecord> {
 /// Why an answer was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerRefused {
-    #[error("there is no approval ask {id}")]
+    #[error("there is no approval question {id}")]
     Unknown { id: i64 },
-    #[error("approval ask {id} is already {how}")]
+    #[error("approval question {id} is already {how}")]
     Closed { id: i64, how: String },
 }
 

@@ -526,7 +526,7 @@ fn another_terminal_answers_an_open_approval_with_weft_approvals() {
     let unknown = weft.run(&["approvals", "allow", "999"]);
     assert_eq!(unknown.code, 1, "{}", weft.show(&unknown));
     assert!(
-        unknown.stderr.contains("no approval ask 999"),
+        unknown.stderr.contains("no approval question 999"),
         "{}",
         unknown.stderr
     );
@@ -996,4 +996,45 @@ fn a_revision_at_a_terminal_may_ask_one_question_first() {
         "{}",
         log.stdout
     );
+}
+
+/// `run` with the mock's port written as PORT, for snapshots.
+fn portless(mut run: Run, mock_port: Option<u16>) -> Run {
+    if let Some(port) = mock_port {
+        run.stdout = run.stdout.replace(&port.to_string(), "PORT");
+        run.stderr = run.stderr.replace(&port.to_string(), "PORT");
+    }
+    run
+}
+
+#[test]
+fn what_a_one_shot_plan_and_its_log_look_like() {
+    let weft = workspace();
+    let mock = MockModel::start(vec![
+        MockReply::tool_calls(vec![
+            ("read_file", json!({"path": "src/api.rs"})),
+            ("run_command", json!({"command": "rm -rf src"})),
+        ]),
+        MockReply::text(format!("I read src/api.rs.\n```json\n{}\n```", plan_text())),
+    ]);
+    let plan = plan_with(&weft, &mock, &["plan", "Add rate limiting", "--yes"]);
+    let log = weft.run(&["plan", "log"]);
+    crate::snapshot!(weft, plan, log);
+}
+
+#[test]
+fn what_planner_failures_look_like() {
+    let weft = workspace();
+    let args = ["plan", "Add rate limiting", "--yes"];
+    let mock = MockModel::start(vec![MockReply::status(401, "Incorrect API key provided")]);
+    let port = mock.address().port();
+    let refused = portless(plan_with(&weft, &mock, &args), Some(port));
+    let mock = MockModel::start(vec![MockReply::status(500, "upstream exploded")]);
+    let port = mock.address().port();
+    let failed = portless(plan_with(&weft, &mock, &args), Some(port));
+    let no_model = weft.run(&["plan", "x", "--yes", "--planner", "openai"]);
+    let unknown = weft.run(&["plan", "x", "--yes", "--planner", "gemini"]);
+    let none_open = weft.run(&["approvals"]);
+    let no_ask = weft.run(&["approvals", "deny", "7"]);
+    crate::snapshot!(weft, refused, failed, no_model, unknown, none_open, no_ask);
 }

@@ -152,10 +152,13 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
         Style::Conversation => TerminalPlanner::conversation(config.interrupt.clone()),
         _ => TerminalPlanner::one_shot(config.interrupt.clone()),
     };
+    // Configuration errors (no model, no key) before anything is stored.
+    let label = planning::backend(&config)
+        .map_err(|e| planning_error(PlanningError::Planner(e), &config))?
+        .label();
     let mut store = ctx.store_for_write()?;
     note(&format!(
-        "planning with {} ({}); research is read-only",
-        config.planner.name(),
+        "planning with {label} ({}); research is read-only",
         if style == Style::OneShot {
             "one shot: no questions, assumptions go into the tasks"
         } else {

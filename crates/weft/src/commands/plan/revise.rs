@@ -2,7 +2,7 @@
 //! proposes task edits, which go through the same validation as hand edits. Completed and
 //! running tasks are never rewritten.
 
-use weft_engine::planning::{self, PlanningOutcome, Style};
+use weft_engine::planning::{self, PlanningError, PlanningOutcome, Style};
 
 use crate::cli::Globals;
 use crate::commands::plan::goal::{PlannerArgs, conversational, planning_config, planning_error};
@@ -41,10 +41,10 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     } else {
         TerminalPlanner::one_shot(config.interrupt.clone())
     };
-    note(&format!(
-        "revising with {}; research is read-only",
-        config.planner.name()
-    ));
+    let label = planning::backend(&config)
+        .map_err(|e| planning_error(PlanningError::Planner(e), &config))?
+        .label();
+    note(&format!("revising with {label}; research is read-only"));
     let outcome = planning::revise_plan(
         &mut store,
         &plan_id,
