@@ -1038,3 +1038,21 @@ fn what_planner_failures_look_like() {
     let no_ask = weft.run(&["approvals", "deny", "7"]);
     crate::snapshot!(weft, refused, failed, no_model, unknown, none_open, no_ask);
 }
+
+#[test]
+fn an_agent_cli_planner_that_is_not_installed_is_refused_before_anything_is_stored() {
+    let weft = workspace();
+    let args = ["plan", "x", "--yes", "--planner", "opencode"];
+    let mut command = weft.command(&args);
+    // A PATH without any agent CLI.
+    command.env("PATH", "/usr/bin:/bin");
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 1, "{}", weft.show(&run));
+    assert!(
+        run.stderr
+            .contains("opencode is not installed or is not on PATH"),
+        "{}",
+        run.stderr
+    );
+    assert!(!weft.db_path().exists(), "nothing was stored");
+}

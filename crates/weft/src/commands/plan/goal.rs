@@ -93,9 +93,20 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     let (registry, _) = ctx.registry();
     let mut config = PlanningConfig::new(ctx.workspace.root.clone(), choice.clone(), style);
     if let PlannerChoice::Agent(kind) = &choice {
-        config.program = registry
+        let program = registry
             .get(kind.name())
-            .map(|m| m.manifest.command().to_owned());
+            .map(|m| m.manifest.command().to_owned())
+            .unwrap_or_else(|| kind.default_program().to_owned());
+        // The comparable tool's preflight: presence, not health (a lapsed login shows up
+        // as the CLI's own error on the first turn).
+        if !which(&program) {
+            return Err(CliError::new(format!(
+                "{program} is not installed or is not on PATH, so the {} planner cannot start",
+                kind.name()
+            ))
+            .hint("install it and log in once, or choose another planner with --planner"));
+        }
+        config.program = Some(program);
     }
     config.model = args.model.clone();
     config.effort = args.effort.clone();
