@@ -534,7 +534,8 @@ fn missing_roots_give_nothing() {
         home: Some(nowhere.clone()),
         claude_config_dir: Some(nowhere.clone()),
         codex_home: Some(nowhere.clone()),
-        xdg_data_home: Some(nowhere),
+        xdg_data_home: Some(nowhere.clone()),
+        opencode_db: Some(nowhere),
     };
     let q = s.query(Some(MARKER), Some(SESSION));
     assert_eq!(claude::find(&locator, &q), None);
@@ -824,6 +825,202 @@ fn codex_thread_index_names_the_rollout() {
         "{:#?}",
         found.how
     );
+}
+
+/// `archived_sessions/`, where `codex archive` moves a rollout (flat, name kept).
+fn archived(s: &Fake) -> PathBuf {
+    s.root.join("archived_sessions")
+}
+
+#[test]
+fn codex_archived_rollout_found_by_thread_id() {
+    let s = Fake::new();
+    let cwd = s.cwd_str();
+    let other = "01a2296d-0000-7000-8000-0000000000a0";
+    let id = "01a2296d-0000-7000-8000-0000000000a1";
+    // A live rollout of another thread, newer; ours was archived, and is older than the
+    // start: the thread id names it all the same, as under `sessions/`.
+    s.put(
+        &s.codex_day(),
+        &rollout_name(other),
+        &s.codex_sample(&cwd, other, OTHER_MARKER),
+        secs(1),
+    );
+    let ours = s.put(
+        &archived(&s),
+        &rollout_name(id),
+        &s.codex_sample(&cwd, id, MARKER),
+        secs(3600),
+    );
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), Some(id))).expect("found");
+    assert_strong(&found, &ours);
+    assert_eq!(found.session_id.as_deref(), Some(id));
+    assert_eq!(found.final_answer.as_deref(), Some(FINAL));
+    let how = found.how.join("\n");
+    assert!(
+        how.contains("archived rollout named after thread id"),
+        "{how}"
+    );
+    assert!(!how.contains("no rollout for thread id"), "{how}");
+
+    // The thread index still naming the old place under `sessions/` does not matter.
+    let db = rusqlite::Connection::open(s.root.join("state_5.sqlite")).expect("db");
+    db.execute_batch("CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT, cwd TEXT)")
+        .expect("schema");
+    let stale = s.codex_day().join(rollout_name(id));
+    db.execute(
+        "INSERT INTO threads VALUES (?1, ?2, ?3)",
+        [id, stale.to_str().expect("utf-8"), cwd.as_str()],
+    )
+    .expect("row");
+    drop(db);
+    let found = codex::find(&s.codex_locator(), &s.query(None, Some(id))).expect("found");
+    assert_eq!(found.path, ours, "{:#?}", found.how);
+    assert!(!found.weak);
+
+    // Archived into dated folders, should a version keep them there.
+    fs::remove_file(&ours).expect("rm");
+    let dated = s.put(
+        &archived(&s).join("2026/11/29"),
+        &rollout_name(id),
+        &s.codex_sample(&cwd, id, MARKER),
+        secs(3600),
+    );
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), Some(id))).expect("found");
+    assert_strong(&found, &dated);
+}
+
+#[test]
+fn codex_live_rollout_of_the_thread_skips_archived_sessions() {
+    let s = Fake::new();
+    let cwd = s.cwd_str();
+    let id = "01a2296d-0000-7000-8000-0000000000a2";
+    let live = s.put(
+        &s.codex_day(),
+        &rollout_name(id),
+        &s.codex_sample(&cwd, id, MARKER),
+        secs(2),
+    );
+    // A copy in `archived_sessions/` (say, archived and then restored by hand).
+    s.put(
+        &archived(&s),
+        &rollout_name(id),
+        &s.codex_sample(&cwd, id, MARKER),
+        secs(1),
+    );
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), Some(id))).expect("found");
+    assert_strong(&found, &live);
+    assert!(
+        !found.how.iter().any(|h| h.contains("archived")),
+        "{:#?}",
+        found.how
+    );
+}
+
+#[test]
+fn codex_archived_rollout_found_by_cwd_and_marker() {
+    let s = Fake::new();
+    let cwd = s.cwd_str();
+    let a = "01a2296d-0000-7000-8000-0000000000b0";
+    let b = "01a2296d-0000-7000-8000-0000000000b1";
+    let c = "01a2296d-0000-7000-8000-0000000000b2";
+    // Newer live rollouts: one of this directory without the marker, one of another
+    // directory with it. Ours is in `archived_sessions/`, with no thread id to name it.
+    s.put(
+        &s.codex_day(),
+        &rollout_name(a),
+        &s.codex_sample(&cwd, a, OTHER_MARKER),
+        secs(1),
+    );
+    s.put(
+        &s.codex_day(),
+        &rollout_name(b),
+        &s.codex_sample("/elsewhere", b, MARKER),
+        secs(2),
+    );
+    let ours = s.put(
+        &archived(&s),
+        &rollout_name(c),
+        &s.codex_sample(&cwd, c, MARKER),
+        secs(5),
+    );
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), None)).expect("found");
+    assert_strong(&found, &ours);
+    assert_eq!(found.session_id.as_deref(), Some(c));
+    let how = found.how.join("\n");
+    assert!(
+        how.contains("archived_sessions: 1 rollout files, 1 modified after the start"),
+        "{how}"
+    );
+    // An unknown thread id changes nothing: the same search follows.
+    let unknown = "01a2296d-0000-7000-8000-0000000000ff";
+    let found =
+        codex::find(&s.codex_locator(), &s.query(Some(MARKER), Some(unknown))).expect("found");
+    assert_strong(&found, &ours);
+    assert!(
+        found
+            .how
+            .iter()
+            .any(|h| h.contains(&format!("no rollout for thread id {unknown}"))),
+        "{:#?}",
+        found.how
+    );
+
+    // Everything archived, `sessions/` gone: still found.
+    fs::remove_dir_all(s.root.join("sessions")).expect("rm");
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), None)).expect("found");
+    assert_strong(&found, &ours);
+}
+
+#[test]
+fn codex_archived_rollouts_older_than_the_start_are_ignored() {
+    let s = Fake::new();
+    let cwd = s.cwd_str();
+    let id = "01a2296d-0000-7000-8000-0000000000c0";
+    // Right directory, right marker, but last modified an hour before the attempt began.
+    s.put(
+        &archived(&s),
+        &rollout_name(id),
+        &s.codex_sample(&cwd, id, MARKER),
+        secs(3600),
+    );
+    fs::create_dir_all(s.root.join("sessions")).expect("mkdir");
+    assert_eq!(
+        codex::find(&s.codex_locator(), &s.query(Some(MARKER), None)),
+        None
+    );
+    assert_eq!(codex::find(&s.codex_locator(), &s.query(None, None)), None);
+    // A newer archived rollout of the directory, without the marker, is a weak match only.
+    let other = "01a2296d-0000-7000-8000-0000000000c1";
+    let newer = s.put(
+        &archived(&s),
+        &rollout_name(other),
+        &s.codex_sample(&cwd, other, OTHER_MARKER),
+        secs(1),
+    );
+    let found = codex::find(&s.codex_locator(), &s.query(Some(MARKER), None)).expect("weak");
+    assert_eq!(found.path, newer);
+    assert!(found.weak && !found.marker_found, "{:#?}", found.how);
+    assert!(
+        found
+            .how
+            .join("\n")
+            .contains("archived_sessions: 2 rollout files, 1 modified after the start"),
+        "{:#?}",
+        found.how
+    );
+}
+
+#[test]
+fn codex_unreadable_archived_sessions_give_nothing() {
+    let s = Fake::new();
+    // `archived_sessions` a file, not a folder; and no `sessions/`.
+    fs::write(archived(&s), "not a folder").expect("write");
+    let q = s.query(Some(MARKER), Some(THREAD));
+    assert_eq!(codex::find(&s.codex_locator(), &q), None);
+    // With an empty `sessions/` beside it.
+    fs::create_dir_all(s.root.join("sessions")).expect("mkdir");
+    assert_eq!(codex::find(&s.codex_locator(), &q), None);
 }
 
 #[test]

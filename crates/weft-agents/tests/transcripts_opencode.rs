@@ -675,6 +675,166 @@ fn channel_database_is_read() {
 }
 
 // ---------------------------------------------------------------------------------------
+// OPENCODE_DB
+
+/// The fixture database written at `path`, with one more session of `DIR` whose answer
+/// holds `marker`, so that finding it proves which file was read.
+fn fixture_db_at(path: &Path, marker: &str) {
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let conn = Connection::open(path).expect("create db");
+    conn.execute_batch(&dump()).expect("load dump");
+    add_turn(
+        &conn,
+        "ses_named",
+        DIR,
+        START + 500_000,
+        &format!("Named. {marker}"),
+    );
+    drop(conn);
+}
+
+fn with_db(locator: Locator, db: impl Into<PathBuf>) -> Locator {
+    Locator {
+        opencode_db: Some(db.into()),
+        ..locator
+    }
+}
+
+#[test]
+fn opencode_db_absolute_path_replaces_the_default_databases() {
+    const NAMED: &str = "NAMED-DB-MARKER-1";
+    let env = Env::new().with_fixture_db();
+    fs::copy(env.db_path(), env.data().join("opencode-local.db")).expect("channel db");
+    let named = env._tmp.path().join("elsewhere/custom.db");
+    fixture_db_at(&named, NAMED);
+    let locator = with_db(env.locator(), &named);
+    assert_eq!(
+        opencode::databases(&locator),
+        opencode::Databases::File(named.clone())
+    );
+
+    let found = opencode::find(&locator, &query(DIR, START, Some(NAMED))).expect("found");
+    assert_eq!(found.path, named);
+    assert_eq!(found.session_id.as_deref(), Some("ses_named"));
+    assert!(found.marker_found && !found.weak, "{}", how(&found));
+    // The fixture's own session is read from the named file, not from `opencode.db`.
+    let found = opencode::find(&locator, &query(DIR, START, Some(MARKER))).expect("found");
+    assert_eq!(found.path, named);
+    assert_eq!(found.session_id.as_deref(), Some(SES_A));
+    let how = how(&found);
+    assert!(how.contains("OPENCODE_DB names"), "{how}");
+    assert!(!how.contains("opencode.db:"), "{how}");
+    assert!(!how.contains("opencode-local.db"), "{how}");
+
+    // No data directory at all: an absolute OPENCODE_DB needs none.
+    let bare = Locator {
+        opencode_db: Some(named.clone()),
+        ..Locator::default()
+    };
+    let found = opencode::find(&bare, &query(DIR, START, Some(NAMED))).expect("found");
+    assert_eq!(found.path, named);
+    assert!(found.marker_found);
+}
+
+#[test]
+fn opencode_db_relative_path_is_resolved_against_the_data_dir() {
+    const NAMED: &str = "NAMED-DB-MARKER-2";
+    let env = Env::new().with_fixture_db();
+    let named = env.data().join("profiles/work.db");
+    fixture_db_at(&named, NAMED);
+    let locator = with_db(env.locator(), "profiles/work.db");
+    assert_eq!(
+        opencode::databases(&locator),
+        opencode::Databases::File(named.clone())
+    );
+    let found = opencode::find(&locator, &query(DIR, START, Some(NAMED))).expect("found");
+    assert_eq!(found.path, named);
+    assert!(found.marker_found && !found.weak, "{}", how(&found));
+    // Not resolved against the process's working directory, nor left relative.
+    assert!(found.path.is_absolute());
+
+    // A relative OPENCODE_DB with no data directory known cannot be placed.
+    let bare = Locator {
+        opencode_db: Some("profiles/work.db".into()),
+        ..Locator::default()
+    };
+    assert_eq!(opencode::databases(&bare), opencode::Databases::Unknown);
+    assert_eq!(opencode::find(&bare, &query(DIR, START, Some(NAMED))), None);
+}
+
+#[test]
+fn opencode_db_in_memory_means_no_store() {
+    // A real `opencode.db` sits in the data dir, but OpenCode was told not to use it.
+    let env = Env::new().with_fixture_db();
+    let locator = with_db(env.locator(), ":memory:");
+    assert_eq!(opencode::databases(&locator), opencode::Databases::InMemory);
+    assert_eq!(
+        opencode::find(&locator, &query(DIR, START, Some(MARKER))),
+        None
+    );
+    let mut q = query(DIR, START, None);
+    q.session_id = Some(SES_A);
+    assert_eq!(opencode::find(&locator, &q), None);
+    // No file named ":memory:" was created anywhere.
+    assert!(!env.data().join(":memory:").exists());
+    // Without a data dir too.
+    let bare = with_db(Locator::default(), ":memory:");
+    assert_eq!(opencode::databases(&bare), opencode::Databases::InMemory);
+    assert_eq!(
+        opencode::find(&bare, &query(DIR, START, Some(MARKER))),
+        None
+    );
+}
+
+#[test]
+fn opencode_db_in_memory_still_reads_legacy_storage() {
+    // JSON storage comes from OpenCode 1.1 and older, which predate OPENCODE_DB.
+    let env = Env::new().with_fixture_db().with_legacy();
+    let locator = with_db(env.locator(), ":memory:");
+    let found =
+        opencode::find(&locator, &query(LEGACY_DIR, LEGACY_START, Some(MARKER))).expect("legacy");
+    assert_eq!(found.session_id.as_deref(), Some(LEGACY_SES));
+    assert!(how(&found).contains(":memory:"), "{}", how(&found));
+    assert_eq!(
+        opencode::find(&locator, &query(DIR, START, Some(MARKER))),
+        None
+    );
+}
+
+#[test]
+fn opencode_db_pointing_nowhere_yields_nothing() {
+    let env = Env::new().with_fixture_db();
+    let q = query(DIR, START, Some(MARKER));
+    let missing_abs = env._tmp.path().join("no/such.db");
+    let folder = env.data().join("a-folder.db");
+    fs::create_dir_all(&folder).expect("mkdir");
+    let garbage = env.data().join("garbage.db");
+    fs::write(&garbage, "this is not an SQLite database, not at all").expect("write");
+    for db in [
+        missing_abs.clone(),
+        PathBuf::from("no-such.db"),
+        folder,
+        garbage.clone(),
+    ] {
+        let locator = with_db(env.locator(), &db);
+        // The default `opencode.db` (which holds the marker) is not read instead.
+        assert_eq!(
+            opencode::find(&locator, &q),
+            None,
+            "OPENCODE_DB={}",
+            db.display()
+        );
+    }
+    // Nothing was created or changed on the way.
+    assert!(!missing_abs.exists());
+    assert!(!env.data().join("no-such.db").exists());
+    assert_eq!(
+        fs::read(&garbage).expect("read"),
+        b"this is not an SQLite database, not at all"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
 // Legacy JSON storage
 
 fn legacy_part(env: &Env, message: &str, part: &str) -> PathBuf {

@@ -192,6 +192,7 @@ pub fn transcript_locator() -> weft_agents::transcript::Locator {
         claude_config_dir: var("CLAUDE_CONFIG_DIR"),
         codex_home: var("CODEX_HOME"),
         xdg_data_home: var("XDG_DATA_HOME"),
+        opencode_db: var("OPENCODE_DB"),
     }
 }
 

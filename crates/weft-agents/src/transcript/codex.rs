@@ -1,16 +1,23 @@
 //! Codex rollout files: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local ts>-<thread id>.jsonl`
 //! (`$CODEX_HOME` else `~/.codex`; early versions wrote `sessions/rollout-*.jsonl` flat).
+//! `codex archive` moves a rollout, keeping its name, to `$CODEX_HOME/archived_sessions/`
+//! (flat; dated folders there are read too, in case a version keeps them).
 //!
 //! Discovery, in order:
 //!
 //! 1. with a thread id (announced by `thread.started`), the rollout the thread index
-//!    `state_5.sqlite` (`threads.rollout_path`) names, else the rollout whose file name
-//!    contains the id;
+//!    `state_5.sqlite` (`threads.rollout_path`) names, else the rollout under `sessions/`
+//!    whose file name contains the id;
 //! 2. every `rollout-*.jsonl` under `sessions/`, less those last modified before the start
 //!    (with [`MTIME_SLACK`](super::claude::MTIME_SLACK));
-//! 3. candidates opened newest first, at most [`MAX_OPENED`](super::claude::MAX_OPENED),
-//!    each kept only if its `session_meta` record's `cwd` is the attempt's directory; the
-//!    first whose assistant text holds the marker wins.
+//! 3. unless step 1 found the thread's rollout under `sessions/`, the same for
+//!    `archived_sessions/`: the rollout named after the thread id, and the files modified
+//!    after the start join the candidates (an archived rollout was moved, not rewritten,
+//!    so its modification time is still the attempt's);
+//! 4. candidates of both places opened newest first, at most
+//!    [`MAX_OPENED`](super::claude::MAX_OPENED) in all, each kept only if its
+//!    `session_meta` record's `cwd` is the attempt's directory; the first whose assistant
+//!    text holds the marker wins.
 //!
 //! Without a marker match, the rollout of the thread id (if any) is returned as is, else
 //! the newest plausible candidate as a weak match.
@@ -43,8 +50,9 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
         .clone()
         .or_else(|| locator.home.as_ref().map(|home| home.join(".codex")))?;
     let sessions = root.join("sessions");
+    let archived = root.join("archived_sessions");
     let mut how = vec![format!("sessions root {}", sessions.display())];
-    if !sessions.is_dir() {
+    if !sessions.is_dir() && !archived.is_dir() {
         return None;
     }
     let cwds = cwd_forms(query.cwd);
@@ -60,22 +68,38 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
         ));
         expected = Some(path);
     }
-    let (listed, candidates, by_name) = walk(&sessions, query.started_at, id);
+    let (listed, mut candidates, by_name) = walk(&sessions, query.started_at, id);
     if expected.is_none()
         && let Some(id) = id
+        && let Some(path) = by_name
     {
-        match by_name {
-            Some(path) => {
-                how.push(format!("rollout named after thread id {id}"));
-                expected = Some(path);
-            }
-            None => how.push(format!("no rollout for thread id {id}")),
-        }
+        how.push(format!("rollout named after thread id {id}"));
+        expected = Some(path);
     }
     how.push(format!(
         "{listed} rollout files, {} modified after the start",
         candidates.len()
     ));
+    // Archived rollouts only matter when the thread's own file was not found above.
+    if expected.is_none() && archived.is_dir() {
+        let (listed, found, by_name) = walk(&archived, query.started_at, id);
+        if let Some(id) = id
+            && let Some(path) = by_name
+        {
+            how.push(format!("archived rollout named after thread id {id}"));
+            expected = Some(path);
+        }
+        how.push(format!(
+            "archived_sessions: {listed} rollout files, {} modified after the start",
+            found.len()
+        ));
+        candidates.extend(found);
+    }
+    if expected.is_none()
+        && let Some(id) = id
+    {
+        how.push(format!("no rollout for thread id {id}"));
+    }
     choose(
         Store::Codex,
         query,
@@ -125,19 +149,20 @@ fn index_lookup(root: &Path, id: &str) -> Option<PathBuf> {
     is_file(&path).then_some(path)
 }
 
-/// Every `rollout-*.jsonl` under `sessions/` (flat, or up to `YYYY/MM/DD` deep): the
-/// number listed, those modified after the start, and one whose name holds `id`.
+/// Every `rollout-*.jsonl` under `root` (`sessions/` or `archived_sessions/`; flat, or up to
+/// `YYYY/MM/DD` deep): the number listed, those modified after the start, and one whose
+/// name holds `id`. A missing or unreadable folder lists nothing.
 fn walk(
-    sessions: &Path,
+    root: &Path,
     started_at: SystemTime,
     id: Option<&str>,
 ) -> (usize, Vec<Candidate>, Option<PathBuf>) {
     let mut listed = 0;
     let mut out = Vec::new();
     let mut by_name = None;
-    let mut dirs = vec![(sessions.to_path_buf(), 0u8)];
+    let mut dirs = vec![(root.to_path_buf(), 0u8)];
     while let Some((dir, depth)) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(entries) = fs_err::read_dir(&dir) else {
             continue;
         };
         for entry in entries.filter_map(Result::ok) {
@@ -146,7 +171,7 @@ fn walk(
             let name = name.to_string_lossy();
             if name.starts_with("rollout-") && name.ends_with(".jsonl") {
                 listed += 1;
-                let Ok(meta) = std::fs::metadata(&path) else {
+                let Ok(meta) = fs_err::metadata(&path) else {
                     continue;
                 };
                 if !meta.is_file() {
@@ -180,7 +205,7 @@ pub fn scan_file(path: &Path, marker: Option<&str>) -> Option<Scan> {
 }
 
 fn scan(path: &Path, marker: Option<&str>, expect_cwd: Option<&[PathBuf]>) -> Option<Scan> {
-    let file = std::fs::File::open(path).ok()?;
+    let file = fs_err::File::open(path).ok()?;
     let needles = [
         "\"assistant\"",
         "\"agent_message\"",

@@ -57,6 +57,10 @@ pub struct Locator {
     pub codex_home: Option<PathBuf>,
     /// `$XDG_DATA_HOME` (else `~/.local/share`); OpenCode keeps `opencode/` there.
     pub xdg_data_home: Option<PathBuf>,
+    /// `$OPENCODE_DB` as set: `:memory:` (OpenCode writes no database, so there is none to
+    /// read), an absolute path, or a path relative to OpenCode's data directory. When set it
+    /// replaces `opencode.db` and the channel databases, as it does for OpenCode itself.
+    pub opencode_db: Option<PathBuf>,
 }
 
 /// What is known about the attempt whose transcript is wanted.

@@ -9,10 +9,14 @@
 //!   data)`, where `data` is the JSON of the message or part without its ids. The database
 //!   runs in WAL mode and recent rows may live only in `opencode.db-wal`; it is opened
 //!   **read-only** through SQLite (which reads the WAL), with a short busy timeout, and is
-//!   never checkpointed or written.
+//!   never checkpointed or written. When `OPENCODE_DB` is set
+//!   ([`Locator::opencode_db`](super::Locator::opencode_db)) it replaces those files: the
+//!   one it names (absolute, or relative to the data directory) is the only database read,
+//!   and `:memory:` means none ever reaches the disk, so none is read.
 //! - **Legacy JSON files** (1.1.x and older): `storage/session/<project>/<session>.json`,
 //!   `storage/message/<session>/<message>.json`, `storage/part/<message>/<part>.json`.
-//!   Ids are taken from the file names, as OpenCode's own importer does.
+//!   Ids are taken from the file names, as OpenCode's own importer does. These versions
+//!   predate `OPENCODE_DB`, so the JSON files are read whatever it says.
 //!
 //! Discovery: the session announced in the stream (`sessionID`) first, whatever its
 //! directory or age; then sessions of the attempt's directory (sub-agent sessions, which
@@ -63,14 +67,68 @@ pub fn data_dir(locator: &Locator) -> Option<PathBuf> {
         .map(|home| home.join(".local").join("share").join("opencode"))
 }
 
+/// Which SQLite databases OpenCode uses, by `OPENCODE_DB` and the data directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Databases {
+    /// `OPENCODE_DB=:memory:`: sessions never reach the disk, so there is no store to read.
+    InMemory,
+    /// `OPENCODE_DB` names this file (resolved against the data directory when relative).
+    File(PathBuf),
+    /// `OPENCODE_DB` unset: `opencode.db` and any `opencode-<channel>.db` in this directory.
+    DataDir(PathBuf),
+    /// No data directory is known, so a relative `OPENCODE_DB` or the default cannot be
+    /// placed.
+    Unknown,
+}
+
+/// Where OpenCode's databases are for `locator`; a front end uses it to explain an empty
+/// result (`Databases::InMemory`).
+pub fn databases(locator: &Locator) -> Databases {
+    let data = data_dir(locator);
+    match locator.opencode_db.as_deref() {
+        Some(db) if db.as_os_str() == ":memory:" => Databases::InMemory,
+        Some(db) if db.is_absolute() => Databases::File(db.to_path_buf()),
+        Some(db) => data.map_or(Databases::Unknown, |data| Databases::File(data.join(db))),
+        None => data.map_or(Databases::Unknown, Databases::DataDir),
+    }
+}
+
 /// Find the attempt's OpenCode session (see the module documentation).
 pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
-    let data = data_dir(locator)?;
-    let mut how = vec![format!("data dir {}", data.display())];
-    if !data.is_dir() {
-        how.push("data dir missing".to_owned());
-        return None;
-    }
+    let mut how = Vec::new();
+    let data = match data_dir(locator) {
+        Some(data) if data.is_dir() => {
+            how.push(format!("data dir {}", data.display()));
+            Some(data)
+        }
+        Some(data) => {
+            how.push(format!("data dir {} missing", data.display()));
+            None
+        }
+        None => {
+            how.push("no data dir known".to_owned());
+            None
+        }
+    };
+    let files = match databases(locator) {
+        Databases::InMemory => {
+            how.push("OPENCODE_DB is \":memory:\": no database on disk to read".to_owned());
+            Vec::new()
+        }
+        Databases::File(path) if path.is_file() => {
+            how.push(format!("OPENCODE_DB names {}", path.display()));
+            vec![path]
+        }
+        Databases::File(path) => {
+            how.push(format!(
+                "OPENCODE_DB names {}: no such file",
+                path.display()
+            ));
+            Vec::new()
+        }
+        Databases::DataDir(dir) => database_files(&dir),
+        Databases::Unknown => Vec::new(),
+    };
     let started_ms = millis(query.started_at);
     let directories = directory_forms(query.cwd);
     let announced = query.session_id.filter(|id| !id.is_empty());
@@ -78,7 +136,7 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
 
     let mut dbs: Vec<(PathBuf, Connection)> = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
-    for path in database_files(&data) {
+    for path in files {
         match open_db(&path) {
             Ok(conn) => {
                 let index = dbs.len();
@@ -96,9 +154,12 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
             Err(err) => how.push(format!("database {}: cannot open ({err})", path.display())),
         }
     }
-    let storage = data.join("storage");
-    if storage.join("session").is_dir() {
-        let (found, step) = legacy_candidates(&storage, &directories, started_ms, announced);
+    // Legacy storage needs the data directory; an absolute `OPENCODE_DB` does not.
+    let storage = data
+        .map(|data| data.join("storage"))
+        .filter(|storage| storage.join("session").is_dir());
+    if let Some(storage) = &storage {
+        let (found, step) = legacy_candidates(storage, &directories, started_ms, announced);
         how.push(format!("legacy storage {}: {step}", storage.display()));
         candidates.extend(found);
     }
@@ -137,7 +198,9 @@ pub fn find(locator: &Locator, query: &Query<'_>) -> Option<Found> {
             Source::Db(index) => dbs
                 .get(*index)
                 .and_then(|(_, conn)| load_db(conn, &candidate.id)),
-            Source::Legacy(_) => Some(load_legacy(&storage, &candidate.id)),
+            Source::Legacy(_) => storage
+                .as_deref()
+                .map(|storage| load_legacy(storage, &candidate.id)),
         };
         let Some(transcript) = transcript else {
             how.push(format!("session {}: unreadable, skipped", candidate.id));

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
-use weft_agents::transcript::{Query, find};
+use weft_agents::transcript::opencode::{self, Databases};
+use weft_agents::transcript::{Query, Store, find};
 use weft_core::resolve_task_ref;
 
 use crate::cli::Globals;
@@ -52,13 +53,14 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         + Duration::from_millis(u64::try_from(attempt.started_at).unwrap_or(0))
         - Duration::from_secs(2);
     let session = match transcript_store {
-        weft_agents::transcript::Store::ClaudeCode => attempt.session_id.clone(),
+        Store::ClaudeCode => attempt.session_id.clone(),
         _ => attempt.agent_session_id.clone(),
     };
     let cwd = std::path::PathBuf::from(&attempt.cwd);
+    let locator = transcript_locator();
     let found = find(
         transcript_store,
-        &transcript_locator(),
+        &locator,
         &Query {
             cwd: &cwd,
             started_at: started,
@@ -73,15 +75,23 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         return stdout(&text);
     }
     let Some(found) = found else {
-        return Err(CliError::new(format!(
+        let mut err = CliError::new(format!(
             "no {} transcript found for task #{} {:?} (attempt {}, in {})",
             transcript_store.as_str(),
             task.order,
             task.id,
             attempt.number,
             attempt.cwd
-        ))
-        .hint("weft judged it by its captured output instead: `weft log N`"));
+        ));
+        if transcript_store == Store::Opencode
+            && opencode::databases(&locator) == Databases::InMemory
+        {
+            err = err.hint(
+                "OPENCODE_DB is \":memory:\": OpenCode keeps its sessions in memory only, \
+                 so there is no transcript on disk",
+            );
+        }
+        return Err(err.hint("weft judged it by its captured output instead: `weft log N`"));
     };
     let mut text = String::new();
     let _ = writeln!(text, "transcript: {}", found.path.display());

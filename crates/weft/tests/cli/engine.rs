@@ -983,6 +983,40 @@ fn a_marker_found_only_in_the_agents_transcript_passes() {
     );
 }
 
+/// `OPENCODE_DB=:memory:` leaves no OpenCode transcript on disk: `weft transcript` says
+/// why instead of only "not found".
+#[test]
+fn transcript_of_an_in_memory_opencode_session_says_why_it_is_missing() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"opencode\"\n[[tasks]]\ntitle = \"T\"\nprompt = '''\n@fake marker\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run"]);
+    let args = ["transcript", "1"];
+    let mut command = weft.command(&args);
+    command.env("OPENCODE_DB", ":memory:");
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no opencode transcript found"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("OPENCODE_DB is \":memory:\""),
+        "{}",
+        run.stderr
+    );
+    // Unset (or empty), the hint is not given.
+    let mut command = weft.command(&args);
+    command.env("OPENCODE_DB", "");
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("OPENCODE_DB"), "{}", run.stderr);
+}
+
 #[test]
 fn runners_lists_availability_with_reasons() {
     let weft = Weft::new();
