@@ -91,7 +91,7 @@ pub struct Found {
     /// No marker match: the newest candidate, which never counts as evidence.
     pub weak: bool,
     /// How it was chosen, one step per line (e.g. "expected file for session id X",
-    /// "12 files under <dir>", "3 modified after the start", "marker found").
+    /// "12 files under `DIR`", "3 modified after the start", "marker found").
     pub how: Vec<String>,
     /// The text blocks of the last assistant turn, joined, clamped to `answer_chars`.
     pub final_answer: Option<String>,

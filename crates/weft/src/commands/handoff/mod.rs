@@ -26,7 +26,7 @@ pub enum Action {
     Review(review::Args),
     /// Merge the run branch into the branch you have checked out (all or nothing).
     Merge(merge::Args),
-    /// Throw the run away; its tip is kept under refs/weft/discarded/<run>.
+    /// Throw the run away; its tip is kept under `refs/weft/discarded/<run>`.
     Discard(discard::Args),
     /// Remove the run's worktrees; keep its branches.
     Cleanup(cleanup::Args),
