@@ -170,6 +170,8 @@ pub enum PlannerError {
     StepLimit(String),
     #[error("planning was interrupted")]
     Interrupted,
+    #[error("the planner sent two empty replies in a row")]
+    Empty,
 }
 
 impl PlannerError {
@@ -279,6 +281,7 @@ impl Session {
         let mut message = opening;
         let mut repairs = 0usize;
         let mut nudges = 0usize;
+        let mut empty_replies = 0usize;
         let mut from_user = true;
         loop {
             self.check_interrupt()?;
@@ -311,7 +314,17 @@ impl Session {
             let shown = emit::strip_prd(&reply.text);
             self.log_text(host, LogKind::Assistant, &reply.text);
             host.event(PlannerEvent::Reply(shown.clone()));
-            let next = self.judge(&reply, &mut repairs)?;
+            let next = if reply.text.trim().is_empty() && !reply.truncated {
+                // Models sometimes end a turn with nothing: one reminder, then give up.
+                empty_replies += 1;
+                if empty_replies > 1 {
+                    return Err(PlannerError::Empty);
+                }
+                Next::Correct(prompt::EMPTY_REPLY.to_owned())
+            } else {
+                empty_replies = 0;
+                self.judge(&reply, &mut repairs)?
+            };
             match next {
                 Next::Done(finish) => return Ok(finish),
                 Next::Correct(text) => {

@@ -214,6 +214,10 @@ task it shaped (\"Assumption: …\"), and reply now with only the plan JSON.";
 pub const REVISION_NUDGE: &str =
     "Reply with only the task edits as one JSON object `{\"taskOps\": [...]}`.";
 
+/// Sent once after an empty reply.
+pub const EMPTY_REPLY: &str = "Your last reply was empty. Continue: ask your question, \
+write the outline, or emit the JSON.";
+
 /// Tool-result note for a call the model already made this turn.
 pub const REPEATED_CALL: &str = "Not executed: you already made this exact call in this \
 turn and its result is above. Use it, or ask for something different.";

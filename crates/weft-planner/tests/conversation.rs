@@ -1619,3 +1619,35 @@ fn old_tool_results_are_pruned_when_the_history_outgrows_its_budget() {
     );
     assert!(!tool_results(&call(&calls, 1))[0].1.contains("[pruned"));
 }
+
+#[test]
+fn an_empty_reply_gets_one_reminder_and_a_second_in_a_row_ends_planning() {
+    let fixture = Fixture::new();
+    let (mut session, calls) = api_session(
+        &fixture,
+        config(Style::OneShot),
+        vec![text(""), text(plan_reply())],
+    );
+    plan_of(
+        run(
+            &mut session,
+            &mut RecordingHost::default(),
+            &mut ScriptedApprover::default(),
+        )
+        .unwrap(),
+    );
+    assert_eq!(sent(&calls, 1), weft_planner::prompt::EMPTY_REPLY);
+
+    let (mut session, calls) = api_session(
+        &fixture,
+        config(Style::OneShot),
+        vec![text("  "), text(""), text(plan_reply())],
+    );
+    let result = run(
+        &mut session,
+        &mut RecordingHost::default(),
+        &mut ScriptedApprover::default(),
+    );
+    assert!(matches!(result, Err(PlannerError::Empty)), "{result:?}");
+    assert_eq!(call_count(&calls), 2);
+}
