@@ -109,10 +109,17 @@ pub fn plan_map(
     )?;
     writeln!(out, "goal: {}", plan.goal)?;
     if plan.tasks.is_empty() {
-        writeln!(
-            out,
-            "\n(no tasks yet: add one with `weft task add --title ... --prompt ...`)"
-        )?;
+        if plan.status == PlanStatus::Draft {
+            writeln!(
+                out,
+                "\n(a planner draft with no plan yet: `weft plan log` shows what the planner did; plan again with `weft plan \"goal\"`)"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "\n(no tasks yet: add one with `weft task add --title ... --prompt ...`)"
+            )?;
+        }
         return Ok(());
     }
     let order_width = plan.tasks.len().to_string().len().max(1);
