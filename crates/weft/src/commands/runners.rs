@@ -18,6 +18,13 @@ pub struct Args {
     pub json: bool,
 }
 
+/// Whether `weft plan --planner NAME` has a transport for this runner (the agent CLIs
+/// with a read-only mode weft speaks to); any runner can execute tasks.
+fn can_plan(name: &str) -> bool {
+    weft_engine::planning::PlannerChoice::parse(name)
+        .is_some_and(|choice| !matches!(choice, weft_engine::planning::PlannerChoice::OpenAi))
+}
+
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let ctx = Ctx::load(globals)?;
     let (registry, broken) = ctx.registry();
@@ -50,6 +57,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                     "program": a.program,
                     "version": a.version,
                     "reason": a.reason,
+                    "can_plan": can_plan(name),
                 })
             })
             .collect();
@@ -62,7 +70,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     for (name, origin, availability) in &checks {
         if availability.available {
             let version = availability.version.as_deref().unwrap_or("version unknown");
-            let _ = writeln!(text, "{name:<width$}  available    {version}  ({origin})");
+            let plans = if can_plan(name) { ", can plan" } else { "" };
+            let _ = writeln!(
+                text,
+                "{name:<width$}  available    {version}  ({origin}{plans})"
+            );
         } else {
             let reason = availability.reason.as_deref().unwrap_or("unavailable");
             let _ = writeln!(text, "{name:<width$}  unavailable  {reason}  ({origin})");

@@ -1024,6 +1024,11 @@ fn runners_lists_availability_with_reasons() {
     let rows = json.as_array().unwrap();
     let by_name = |name: &str| rows.iter().find(|r| r["name"] == name).unwrap().clone();
     assert_eq!(by_name("exec")["available"], true);
+    // Only the agent CLIs with a read-only mode can plan; any runner executes.
+    assert_eq!(by_name("exec")["can_plan"], false);
+    for name in ["claude-code", "codex", "opencode"] {
+        assert_eq!(by_name(name)["can_plan"], true, "{name}");
+    }
     let claude = by_name("claude-code");
     assert_eq!(claude["available"], false);
     assert!(
@@ -1047,5 +1052,16 @@ fn runners_lists_availability_with_reasons() {
     assert!(
         claude["version"].as_str().unwrap().contains("Claude Code"),
         "{claude}"
+    );
+    let text = agents.ok(&["runners"]).stdout;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("claude-code") && l.contains("can plan")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("exec") && !l.contains("can plan")),
+        "{text}"
     );
 }

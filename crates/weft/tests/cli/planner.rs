@@ -383,7 +383,11 @@ fn an_invalid_plan_is_corrected_with_its_exact_problems_then_refused_after_two_t
     );
     // The draft keeps the log, with no tasks: nothing half-made can run.
     let shown = weft.ok(&["status"]);
-    assert!(shown.stdout.contains("a planner draft with no plan yet"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("a planner draft with no plan yet"),
+        "{}",
+        shown.stdout
+    );
     let status = weft.status_json();
     assert_eq!(status["plan"]["status"], "draft");
     assert_eq!(status["plan"]["tasks"].as_array().unwrap().len(), 0);
