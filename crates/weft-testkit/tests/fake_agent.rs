@@ -999,6 +999,440 @@ fn binary_helper_finds_the_same_program() {
     );
 }
 
+// ----- Claude's stdio permission protocol (`ask`) -----
+
+/// The flags weft passes to relay Claude's permission requests.
+const STDIO_FLAGS: [&str; 11] = [
+    "--fake-as=claude",
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--session-id",
+    SESSION,
+    "--permission-prompt-tool",
+    "stdio",
+];
+
+/// The prompt line Claude reads in stream-json input mode.
+fn user_line(text: &str) -> String {
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": null,
+        "session_id": "",
+    });
+    format!("{line}\n")
+}
+
+fn ask_prompt() -> String {
+    "Clean up, please.\n@fake ask Bash {\"command\":\"ls\"}\n@fake say after\n".to_owned()
+}
+
+fn control_response(request_id: &Value, decision: Value) -> String {
+    let line = serde_json::json!({
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": decision},
+    });
+    format!("{line}\n")
+}
+
+/// How long a conversation waits for the agent's next line, or for it to exit.
+const TALK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A fake Claude talking the stdio protocol: stdin stays open until [`Conversation::end`]
+/// (or [`Conversation::close_stdin`]). stdout is read on a thread, so a stuck agent fails
+/// the test instead of hanging it; a conversation dropped early kills its agent.
+struct Conversation {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::sync::mpsc::Receiver<String>,
+    lines: Vec<Value>,
+}
+
+impl Conversation {
+    fn start(env: &Hermetic, flags: &[&str], prompt: &str) -> Conversation {
+        let mut child = env
+            .command(BIN)
+            .args(flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the fake agent starts");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        stdin
+            .write_all(user_line(prompt).as_bytes())
+            .expect("the prompt line is written");
+        let pipe = child.stdout.take().expect("stdout is piped");
+        let (sender, stdout) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Conversation {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The next stdout line, parsed; `None` at the end of stdout.
+    fn next(&mut self) -> Option<Value> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let line = match self.stdout.recv_timeout(TALK_TIMEOUT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!(
+                    "no stdout line in {TALK_TIMEOUT:?}; so far: {:?}",
+                    self.lines
+                )
+            }
+        };
+        let value: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        self.lines.push(value.clone());
+        Some(value)
+    }
+
+    /// Read up to and including the `control_request`, which is returned.
+    fn control_request(&mut self) -> Value {
+        while let Some(line) = self.next() {
+            if line["type"] == "control_request" {
+                return line;
+            }
+            assert_ne!(line["type"], "result", "the run ended without asking");
+        }
+        panic!("stdout ended without a control_request: {:?}", self.lines);
+    }
+
+    fn send(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is still open");
+        stdin.write_all(text.as_bytes()).expect("stdin is writable");
+        stdin.flush().expect("stdin is flushed");
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Read up to the `result` line, then expect the agent to exit by itself, stdin being
+    /// still open (unless closed before), with nothing printed after the `result`.
+    fn end(mut self) -> (Option<i32>, Vec<Value>, String) {
+        while let Some(line) = self.next() {
+            if line["type"] == "result" {
+                break;
+            }
+        }
+        let deadline = Instant::now() + TALK_TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("the agent can be waited for") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the agent did not exit after its result: {:?}",
+                self.lines
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let before = self.lines.len();
+        while self.next().is_some() {}
+        assert_eq!(
+            self.lines.len(),
+            before,
+            "nothing follows the result line: {:?}",
+            self.lines
+        );
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            pipe.read_to_string(&mut stderr)
+                .expect("stderr is readable");
+        }
+        (status.code(), std::mem::take(&mut self.lines), stderr)
+    }
+}
+
+impl Drop for Conversation {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The `tool_result` block of the user line answering `tool_use_id`.
+fn tool_result<'l>(lines: &'l [Value], tool_use_id: &str) -> &'l Value {
+    lines
+        .iter()
+        .filter(|line| line["type"] == "user")
+        .map(|line| &line["message"]["content"][0])
+        .find(|block| block["tool_use_id"] == tool_use_id)
+        .unwrap_or_else(|| panic!("no tool_result for {tool_use_id}: {lines:?}"))
+}
+
+#[test]
+fn ask_over_stdio_waits_for_an_allow() {
+    let env = Hermetic::new();
+    let mut talk = Conversation::start(&env, &STDIO_FLAGS, &ask_prompt());
+    let request = talk.control_request();
+
+    // The assistant's tool_use comes first, as in the real recording.
+    let types_so_far = types(&talk.lines);
+    assert_eq!(types_so_far, ["system", "assistant", "control_request"]);
+    let tool_use = &talk.lines[1]["message"]["content"][0];
+    assert_eq!(tool_use["type"], "tool_use");
+    assert_eq!(tool_use["name"], "Bash");
+    assert_eq!(tool_use["input"], serde_json::json!({"command": "ls"}));
+    let request_id = request["request_id"].as_str().expect("a request id");
+    let parsed = uuid::Uuid::parse_str(request_id).expect("a uuid");
+    assert_eq!(parsed.get_version_num(), 4);
+    assert_eq!(
+        request["request"],
+        serde_json::json!({
+            "subtype": "can_use_tool",
+            "tool_name": "Bash",
+            "display_name": "Bash",
+            "input": {"command": "ls"},
+            "description": "Bash",
+            "permission_suggestions": [],
+            "decision_reason": "This command requires approval",
+            "decision_reason_type": "other",
+            "tool_use_id": tool_use["id"],
+        })
+    );
+    assert_eq!(tool_use["id"], "toolu_fake_1");
+
+    // Lines that are not the answer are skipped.
+    talk.send("{\"type\":\"keep_alive\"}\n");
+    talk.send(&control_response(
+        &serde_json::json!("someone-else"),
+        serde_json::json!({"behavior": "deny", "message": "wrong request"}),
+    ));
+    talk.send(&control_response(
+        &request["request_id"],
+        serde_json::json!({"behavior": "allow", "updatedInput": {"command": "ls"}}),
+    ));
+    let (code, lines, stderr) = talk.end();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        types(&lines),
+        [
+            "system",
+            "assistant",
+            "control_request",
+            "user",
+            "assistant",
+            "assistant",
+            "result"
+        ]
+    );
+    let result_block = tool_result(&lines, "toolu_fake_1");
+    assert_eq!(result_block["content"], "allowed");
+    assert_eq!(result_block["is_error"], false);
+    assert_eq!(
+        assistant_texts("claude", &lines),
+        ["ASK-ALLOWED Bash", "after"]
+    );
+    let result = lines.last().expect("a result");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["result"], "after");
+    assert_eq!(result["permission_denials"], serde_json::json!([]));
+    for line in &lines {
+        if line["type"] != "control_request" {
+            assert_eq!(line["session_id"], SESSION);
+        }
+    }
+}
+
+#[test]
+fn ask_over_stdio_reports_a_deny() {
+    let env = Hermetic::new();
+    let prompt = "@fake ask Bash {\"command\":\"rm -rf build\",\"description\":\"clean\"}\n\
+        @fake say after\n";
+    let mut talk = Conversation::start(&env, &STDIO_FLAGS, prompt);
+    let request = talk.control_request();
+    assert_eq!(request["request"]["description"], "clean");
+    talk.send(&control_response(
+        &request["request_id"],
+        serde_json::json!({"behavior": "deny", "message": "not on main", "interrupt": false}),
+    ));
+    let (code, lines, stderr) = talk.end();
+    assert_eq!(code, Some(0), "{stderr}");
+    let result_block = tool_result(&lines, "toolu_fake_1");
+    assert_eq!(result_block["content"], "not on main");
+    assert_eq!(result_block["is_error"], true);
+    assert_eq!(
+        assistant_texts("claude", &lines),
+        ["ASK-DENIED Bash: not on main", "after"]
+    );
+    let result = lines.last().expect("a result");
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(
+        result["permission_denials"],
+        serde_json::json!([{
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_fake_1",
+            "tool_input": {"command": "rm -rf build", "description": "clean"},
+        }])
+    );
+}
+
+#[test]
+fn ask_over_stdio_without_an_answer_is_denied() {
+    let env = Hermetic::new();
+    let mut talk = Conversation::start(&env, &STDIO_FLAGS, &ask_prompt());
+    talk.control_request();
+    talk.close_stdin();
+    let (code, lines, stderr) = talk.end();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        assistant_texts("claude", &lines),
+        ["ASK-DENIED Bash: no answer", "after"]
+    );
+    let result_block = tool_result(&lines, "toolu_fake_1");
+    assert_eq!(result_block["is_error"], true);
+    assert_eq!(result_block["content"], "no answer");
+    let denials = &lines.last().expect("a result")["permission_denials"];
+    assert_eq!(denials[0]["tool_name"], "Bash");
+
+    // A line that is not JSON ends the wait the same way.
+    let mut talk = Conversation::start(&env, &STDIO_FLAGS, &ask_prompt());
+    talk.control_request();
+    talk.send("yes please\n");
+    let (code, lines, _) = talk.end();
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        assistant_texts("claude", &lines),
+        ["ASK-DENIED Bash: no answer", "after"]
+    );
+}
+
+#[test]
+fn ask_without_a_prompt_tool_is_refused_headless() {
+    let env = Hermetic::new();
+    // stream-json input, but nobody to ask.
+    let flags = &STDIO_FLAGS[..9];
+    assert!(!flags.contains(&"--permission-prompt-tool"));
+    let talk = Conversation::start(&env, flags, &ask_prompt());
+    let (code, lines, stderr) = talk.end();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_headless_refusal(&lines);
+
+    // The usual `-p` prompt read to EOF: same refusal.
+    let output = run(&mut agent(&env, "claude"), &ask_prompt());
+    assert_eq!(output.status.code(), Some(0));
+    assert_headless_refusal(&json_lines(&output));
+}
+
+fn assert_headless_refusal(lines: &[Value]) {
+    assert!(
+        !types(lines).iter().any(|kind| kind == "control_request"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        assistant_texts("claude", lines),
+        ["ASK-DENIED Bash: headless", "after"]
+    );
+    let tool_use = &lines[1]["message"]["content"][0];
+    assert_eq!(tool_use["name"], "Bash");
+    assert_eq!(tool_use["input"], serde_json::json!({"command": "ls"}));
+    assert_eq!(lines[2]["message"]["content"][0]["is_error"], true);
+    assert_eq!(
+        lines[2]["tool_use_result"],
+        "Error: This command requires approval"
+    );
+    let result = lines.last().expect("a result");
+    assert_eq!(result["type"], "result");
+    assert_eq!(
+        result["permission_denials"],
+        serde_json::json!([{
+            "tool_name": "Bash",
+            "tool_use_id": tool_use["id"],
+            "tool_input": {"command": "ls"},
+        }])
+    );
+}
+
+#[test]
+fn ask_is_deny_for_the_other_personas() {
+    let env = Hermetic::new();
+    let script = "ask Bash {\"command\":\"rm -rf build\"}";
+    let lines = json_lines(&scripted(&env, "codex", script, ""));
+    assert_eq!(lines[2]["item"]["command"], "rm -rf build");
+    assert_eq!(lines[2]["item"]["status"], "declined");
+    let output = scripted(&env, "opencode", script, "");
+    assert_eq!(json_lines(&output)[1]["part"]["state"]["status"], "error");
+    assert!(stderr(&output).contains("permission requested: bash (rm -rf build)"));
+}
+
+#[test]
+fn stream_json_input_needs_a_user_message_first() {
+    let env = Hermetic::new();
+    for first in ["hello there\n", "{\"type\":\"control_response\"}\n", "\n"] {
+        let output = run(env.command(BIN).args(STDIO_FLAGS), first);
+        assert_eq!(output.status.code(), Some(64), "{first:?}");
+        assert!(output.stdout.is_empty(), "{first:?}");
+        assert!(
+            stderr(&output).contains("--input-format stream-json"),
+            "{}",
+            stderr(&output)
+        );
+    }
+
+    // Content blocks carry the prompt too.
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": [
+            {"type": "text", "text": "@fake say from blocks"},
+            {"type": "text", "text": TASK_PROMPT},
+        ]},
+        "parent_tool_use_id": null,
+        "session_id": "",
+    });
+    let output = run(env.command(BIN).args(STDIO_FLAGS), &format!("{line}\n"));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        assistant_texts("claude", &json_lines(&output)),
+        ["from blocks"]
+    );
+
+    // No line at all: the usual fallbacks (here the last argument).
+    let mut command = env.command(BIN);
+    command.args(STDIO_FLAGS).arg(TASK_PROMPT);
+    let output = run(&mut command, "");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json_lines(&output).last().unwrap()["result"], TOKEN);
+}
+
+#[test]
+fn ask_lines_must_carry_a_json_object() {
+    let env = Hermetic::new();
+    for script in ["ask Bash {\"command\":", "ask Bash", "ask Bash [1]", "ask"] {
+        let output = scripted(&env, "claude", script, "");
+        assert_eq!(output.status.code(), Some(64), "{script}");
+        assert!(output.stdout.is_empty(), "{script}");
+    }
+    assert_eq!(
+        parse_line("ask Bash {\"command\": \"ls -l\"}"),
+        Ok(Some(Directive::Ask {
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": "ls -l"}),
+        }))
+    );
+}
+
 // ----- parsing, without a process -----
 
 fn argv(args: &[&str]) -> Vec<String> {
@@ -1021,6 +1455,33 @@ fn invocation_parsing_knows_each_clis_flags() {
     assert_eq!(claude.persona, Persona::Claude);
     assert_eq!(claude.flag(&["--session-id"]), Some(SESSION));
     assert_eq!(claude.prompt_arg(), Some("the prompt"));
+    assert_eq!(claude.permission_prompt_tool, None);
+    assert!(!claude.stream_json_input());
+
+    let asking = Invocation::parse(&argv(&[
+        "claude",
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--permission-prompt-tool",
+        "stdio",
+    ]))
+    .unwrap();
+    assert_eq!(asking.permission_prompt_tool.as_deref(), Some("stdio"));
+    assert!(asking.stream_json_input());
+    assert!(asking.prompts_on_stdio());
+    assert!(asking.positionals.is_empty());
+    let mcp = Invocation::parse(&argv(&[
+        "claude",
+        "--input-format=stream-json",
+        "--permission-prompt-tool=mcp__weft__approve",
+    ]))
+    .unwrap();
+    assert_eq!(
+        mcp.permission_prompt_tool.as_deref(),
+        Some("mcp__weft__approve")
+    );
+    assert!(!mcp.prompts_on_stdio());
 
     let codex = Invocation::parse(&argv(&[
         "codex", "exec", "--json", "-c", "a=b", "-C", "/w", "resume", "T1", "-",

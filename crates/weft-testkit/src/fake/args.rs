@@ -205,6 +205,9 @@ pub struct Invocation {
     pub flags: Vec<(String, Option<String>)>,
     /// `codex exec resume <id>`: the thread to continue.
     pub resume_id: Option<String>,
+    /// Claude's `--permission-prompt-tool` value (`stdio`, or an MCP tool name): who is
+    /// asked when a tool needs approval. `None` for the other personas.
+    pub permission_prompt_tool: Option<String>,
 }
 
 /// A command line the fake agent refuses (only `--fake-as` with an unknown persona).
@@ -305,14 +308,33 @@ impl Invocation {
             resume_id = positionals.next();
         }
 
-        Ok(Invocation {
+        let mut invocation = Invocation {
             argv: argv.to_vec(),
             persona,
             version,
             positionals: positionals.collect(),
             flags,
             resume_id,
-        })
+            permission_prompt_tool: None,
+        };
+        if persona == Persona::Claude {
+            invocation.permission_prompt_tool = invocation
+                .flag(&["--permission-prompt-tool"])
+                .map(str::to_owned);
+        }
+        Ok(invocation)
+    }
+
+    /// Claude's `--input-format stream-json`: the prompt is the first stdin line, a JSON
+    /// `user` message, and stdin stays open for control responses.
+    pub fn stream_json_input(&self) -> bool {
+        self.persona == Persona::Claude && self.flag(&["--input-format"]) == Some("stream-json")
+    }
+
+    /// Whether permission requests go out on stdout as `control_request` lines and come
+    /// back on stdin (`--permission-prompt-tool stdio` with `--input-format stream-json`).
+    pub fn prompts_on_stdio(&self) -> bool {
+        self.stream_json_input() && self.permission_prompt_tool.as_deref() == Some("stdio")
     }
 
     /// The value of the last occurrence of any of `names`.

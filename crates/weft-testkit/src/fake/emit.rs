@@ -8,6 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::args::{Invocation, Persona};
+use super::control::{self, Answer};
 
 /// Token and cost figures reported in the final record (`usage IN OUT COST`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,6 +87,8 @@ pub struct Emitter<W: Write> {
     denials: Vec<Value>,
     step: Option<Step>,
     id_counter: u64,
+    /// `ask` requests sent so far.
+    asks: u32,
 }
 
 impl<W: Write> Emitter<W> {
@@ -144,6 +147,7 @@ impl<W: Write> Emitter<W> {
             denials: Vec::new(),
             step: None,
             id_counter,
+            asks: 0,
         }
     }
 
@@ -376,7 +380,79 @@ impl<W: Write> Emitter<W> {
         Ok(code)
     }
 
+    /// `ask` where nobody can be asked: Claude shows the call with `input` refused as
+    /// "requires approval" and lists it in `permission_denials` (as `deny` does); the other
+    /// personas show `deny TOOL <input summary>`.
+    pub fn ask_refused(&mut self, tool: &str, input: &Value) -> io::Result<()> {
+        if self.persona != Persona::Claude {
+            return self.tool(&ToolCall::Denied {
+                tool: tool.to_owned(),
+                detail: input_summary(input),
+            });
+        }
+        let tool_use_id = format!("toolu_fake{}", random_alnum(20));
+        self.claude_denial(tool, &tool_use_id, input);
+        self.claude_tool_use(&tool_use_id, tool, input)?;
+        self.claude_tool_result(
+            &tool_use_id,
+            "This command requires approval",
+            true,
+            json!("Error: This command requires approval"),
+        )
+    }
+
+    /// Claude `ask` over stdio, first half: the assistant `tool_use` line, then the
+    /// `can_use_tool` control request (always printed: it is the protocol, whatever the
+    /// output format). Returns the tool use id (`toolu_fake_<n>`, `n` counting asks).
+    pub fn ask_request(
+        &mut self,
+        request_id: &str,
+        tool: &str,
+        input: &Value,
+    ) -> io::Result<String> {
+        self.asks += 1;
+        let tool_use_id = format!("toolu_fake_{}", self.asks);
+        self.claude_tool_use(&tool_use_id, tool, input)?;
+        let request = control::can_use_tool_request(request_id, tool, input, &tool_use_id);
+        self.json(&request)?;
+        Ok(tool_use_id)
+    }
+
+    /// Claude `ask` over stdio, second half: the `tool_result` the answer leads to (content
+    /// `allowed`, or an error holding the deny message, the call then listed in
+    /// `permission_denials`).
+    pub fn ask_answered(
+        &mut self,
+        tool: &str,
+        input: &Value,
+        tool_use_id: &str,
+        answer: &Answer,
+    ) -> io::Result<()> {
+        match answer {
+            Answer::Allow { .. } => {
+                self.claude_tool_result(tool_use_id, "allowed", false, json!("allowed"))
+            }
+            Answer::Deny { message } => {
+                self.claude_denial(tool, tool_use_id, input);
+                self.claude_tool_result(
+                    tool_use_id,
+                    message,
+                    true,
+                    json!(format!("Error: {message}")),
+                )
+            }
+        }
+    }
+
     // ----- Claude Code -----
+
+    fn claude_denial(&mut self, tool: &str, tool_use_id: &str, input: &Value) {
+        self.denials.push(json!({
+            "tool_name": tool,
+            "tool_use_id": tool_use_id,
+            "tool_input": input,
+        }));
+    }
 
     fn claude_assistant(&mut self, block: Value) -> Value {
         let message_id = self
@@ -476,11 +552,7 @@ impl<W: Write> Emitter<W> {
             ),
             ToolCall::Denied { tool, detail } => {
                 let input = tool_input(tool, detail);
-                self.denials.push(json!({
-                    "tool_name": tool,
-                    "tool_use_id": tool_use_id,
-                    "tool_input": input,
-                }));
+                self.claude_denial(tool, &tool_use_id, &input);
                 (
                     tool.clone(),
                     input,
@@ -490,9 +562,25 @@ impl<W: Write> Emitter<W> {
                 )
             }
         };
+        self.claude_tool_use(&tool_use_id, &name, &input)?;
+        self.claude_tool_result(&tool_use_id, &content, is_error, tool_use_result)
+    }
+
+    /// The assistant line holding one `tool_use` block.
+    fn claude_tool_use(&mut self, tool_use_id: &str, name: &str, input: &Value) -> io::Result<()> {
         let block = json!({"type": "tool_use", "id": tool_use_id, "name": name, "input": input});
         let line = self.claude_assistant(block);
-        self.claude_line(&line)?;
+        self.claude_line(&line)
+    }
+
+    /// The user line holding the `tool_result` of `tool_use_id`; ends the turn.
+    fn claude_tool_result(
+        &mut self,
+        tool_use_id: &str,
+        content: &str,
+        is_error: bool,
+        tool_use_result: Value,
+    ) -> io::Result<()> {
         let result = json!({
             "type": "user",
             "message": {
@@ -877,6 +965,23 @@ fn tool_input(name: &str, detail: &str) -> Value {
         "webfetch" => json!({"url": detail}),
         _ => json!({"input": detail}),
     }
+}
+
+/// A one-line summary of a tool input, the DETAIL `deny` would carry: its `command`,
+/// `file_path`/`filePath`/`path`, `pattern`, `url` or `query` string, else the compact JSON.
+pub fn input_summary(input: &Value) -> String {
+    [
+        "command",
+        "file_path",
+        "filePath",
+        "path",
+        "pattern",
+        "url",
+        "query",
+    ]
+    .iter()
+    .find_map(|key| input[*key].as_str())
+    .map_or_else(|| input.to_string(), str::to_owned)
 }
 
 /// OpenCode's tool input for a (lowercase) tool and a one-line detail.

@@ -3,13 +3,29 @@
 //! **Persona**: `--fake-as claude|codex|opencode|plain`, else the program's file name
 //! (`claude`, `codex`, `opencode`; anything else is plain). Every flag of the real CLIs is
 //! accepted and ignored (a few are honoured: claude `--session-id`/`--resume`,
-//! `--output-format json|text`, `--model`, `--permission-mode`; codex `exec resume <id>`,
+//! `--output-format json|text`, `--model`, `--permission-mode`, `--input-format stream-json`,
+//! `--permission-prompt-tool stdio`; codex `exec resume <id>`,
 //! `-C/--cd`, `-m`; opencode `-s/--session`, `--dir`, `-m`, `--format default`); an unknown
 //! `--flag` takes the next argument as its value unless that is the last argument.
 //! `--version` prints the real CLI's version line.
 //!
 //! **Prompt**: stdin read to EOF when it is not a terminal; if that is empty, the last
 //! positional argument (`-` means stdin); if that is empty too, `WEFT_PROMPT`.
+//!
+//! **Claude `--input-format stream-json`**: stdin is not read to EOF. Exactly one line is
+//! read, a `{"type":"user","message":{"role":"user","content":…},…}` message whose content
+//! (a string, or `text` blocks joined by newlines) is the prompt; a first line that is not
+//! such a message exits 64 before any output; end of input before it means an empty stdin
+//! prompt (then the fallbacks above). The rest of stdin is left unread; the agent exits
+//! after its final `result` line without waiting for stdin to close.
+//! With **`--permission-prompt-tool stdio`** as well, `ask` speaks Claude Code's stdio
+//! permission protocol ([`control`]): the assistant `tool_use` line, then
+//! `{"type":"control_request","request_id":"<uuid v4>","request":{"subtype":"can_use_tool","tool_name":T,"display_name":T,"input":{…},"description":<input.description or T>,"permission_suggestions":[],"decision_reason":"This command requires approval","decision_reason_type":"other","tool_use_id":"toolu_fake_<n>"}}`,
+//! then stdin lines are read (other JSON lines skipped) until
+//! `{"type":"control_response","response":{"subtype":"success","request_id":<same>,"response":{"behavior":"allow","updatedInput":{…}}}}`
+//! or `…{"behavior":"deny","message":"…"}`; end of input or a line that is not JSON counts
+//! as a deny with the message `no answer`. Any other `--permission-prompt-tool` value, or
+//! `stdio` without stream-json input, is headless: `ask` is refused without a request.
 //!
 //! **Script**: `WEFT_FAKE_SCRIPT` (inline, or `@path`), then every prompt line starting with
 //! `@fake `; when both are empty, `say Done.` + `marker`. Blank lines and `#` comments are
@@ -24,6 +40,7 @@
 //! | `run COMMAND...` | `sh -c`, stdout+stderr captured, shown as a tool call and its result |
 //! | `tool NAME DETAIL` / `tool-output TEXT` | a tool call and its result / a tool result holding TEXT |
 //! | `deny TOOL DETAIL` | a refused permission in the persona's form |
+//! | `ask TOOL JSON` | a tool call needing approval, JSON (an object, not escape-decoded; bad JSON is a script error) its input. Claude with `--permission-prompt-tool stdio` and stream-json input asks on stdout and waits for the answer on stdin: allowed → `tool_result` `allowed`, then text `ASK-ALLOWED TOOL`; denied → an `is_error` `tool_result` holding the message, the call in `permission_denials`, then text `ASK-DENIED TOOL: MESSAGE`. Claude otherwise (headless) → refused like `deny` (with the JSON as the tool input), then text `ASK-DENIED TOOL: headless`. Other personas → `deny TOOL <input's command/path/pattern/url, else the JSON>` |
 //! | `error MESSAGE` | a stream error; the run ends failed (exit 1) |
 //! | `usage IN OUT COST` | figures for the final record |
 //! | `sleep SECONDS`, `hang`, `exit CODE`, `crash`, `kill-self` | timing and endings |
@@ -39,20 +56,22 @@
 //! exit 141 (after the `end` records).
 
 pub mod args;
+pub mod control;
 pub mod emit;
 pub mod markers;
 pub mod script;
 
 use std::collections::BTreeMap;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fs_err as fs;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use args::{Invocation, Persona};
+use control::Answer;
 use emit::{Emitter, ToolCall, Usage};
 use script::Directive;
 
@@ -88,7 +107,40 @@ pub fn main() -> i32 {
     }
 
     let stdin = io::stdin();
-    let stdin_text = if stdin.is_terminal() {
+    let mut answers: Option<Box<dyn BufRead>> = None;
+    let stdin_text = if invocation.stream_json_input() {
+        // One line only: stdin stays open for the answers to permission requests.
+        let mut lock = stdin.lock();
+        let mut line = String::new();
+        let text = match lock.read_line(&mut line) {
+            Ok(0) => None,
+            Ok(_) => match control::user_message_text(&line) {
+                Ok(text) => Some(text),
+                Err(message) => {
+                    let _ = writeln!(
+                        stderr,
+                        "weft-fake-agent: --input-format stream-json: {message}"
+                    );
+                    return EXIT_USAGE;
+                }
+            },
+            Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                let _ = writeln!(
+                    stderr,
+                    "weft-fake-agent: --input-format stream-json: the first stdin line is not UTF-8"
+                );
+                return EXIT_USAGE;
+            }
+            Err(error) => {
+                let _ = writeln!(stderr, "weft-fake-agent: reading stdin: {error}");
+                return EXIT_IO;
+            }
+        };
+        if invocation.prompts_on_stdio() {
+            answers = Some(Box::new(lock));
+        }
+        text
+    } else if stdin.is_terminal() {
         None
     } else {
         if invocation.persona == Persona::Codex {
@@ -130,6 +182,7 @@ pub fn main() -> i32 {
         process_cwd,
         usage: Usage::default(),
         records: Vec::new(),
+        answers,
     };
     agent.run(&directives)
 }
@@ -162,7 +215,7 @@ fn build_binary() -> PathBuf {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let executable = stdout
         .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|message| {
             message["reason"] == "compiler-artifact"
                 && message["target"]["name"] == "weft-fake-agent"
@@ -213,12 +266,15 @@ struct Agent<W: Write> {
     process_cwd: PathBuf,
     usage: Usage,
     records: Vec<PathBuf>,
+    /// The rest of stdin, where answers to `ask` arrive (`--permission-prompt-tool stdio`).
+    answers: Option<Box<dyn BufRead>>,
 }
 
 impl<W: Write> std::fmt::Debug for Agent<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
             .field("persona", &self.invocation.persona)
+            .field("asks_on_stdio", &self.answers.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -291,6 +347,7 @@ impl<W: Write> Agent<W> {
                 tool: tool.clone(),
                 detail: detail.clone(),
             })?,
+            Directive::Ask { tool, input } => self.ask(tool, input)?,
             Directive::Error(message) => self.emitter.error(message)?,
             Directive::Usage {
                 input,
@@ -372,6 +429,28 @@ impl<W: Write> Agent<W> {
         Ok(None)
     }
 
+    /// `ask TOOL JSON`: over stdio when Claude may ask (tool use, control request, answer,
+    /// tool result, then `ASK-ALLOWED TOOL` or `ASK-DENIED TOOL: MESSAGE`); else refused
+    /// like `deny` (Claude adds `ASK-DENIED TOOL: headless`).
+    fn ask(&mut self, tool: &str, input: &Value) -> io::Result<()> {
+        let Some(answers) = self.answers.as_mut() else {
+            self.emitter.ask_refused(tool, input)?;
+            if self.invocation.persona == Persona::Claude {
+                self.emitter.text(&format!("ASK-DENIED {tool}: headless"))?;
+            }
+            return Ok(());
+        };
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let tool_use_id = self.emitter.ask_request(&request_id, tool, input)?;
+        let answer = control::read_answer(answers.as_mut(), &request_id);
+        self.emitter
+            .ask_answered(tool, input, &tool_use_id, &answer)?;
+        match answer {
+            Answer::Allow { .. } => self.emitter.text(&format!("ASK-ALLOWED {tool}")),
+            Answer::Deny { message } => self.emitter.text(&format!("ASK-DENIED {tool}: {message}")),
+        }
+    }
+
     fn file(&mut self, path: &str, text: &str, append: bool) -> io::Result<()> {
         let full = self.cwd.join(path);
         let created = !full.exists();
@@ -449,7 +528,7 @@ fn persona_name(persona: Persona) -> &'static str {
 }
 
 /// Append one JSON line with a single write, so concurrent agents never interleave.
-fn append_line(path: &Path, value: &serde_json::Value) {
+fn append_line(path: &Path, value: &Value) {
     let mut line = value.to_string();
     line.push('\n');
     let appended = (|| -> io::Result<()> {

@@ -24,6 +24,13 @@ pub enum Directive {
     ToolOutput(String),
     /// `deny TOOL DETAIL`.
     Deny { tool: String, detail: String },
+    /// `ask TOOL JSON`: a tool call that needs approval, JSON (an object) being its input.
+    /// Claude with `--permission-prompt-tool stdio` asks on stdout and waits for the answer
+    /// on stdin; otherwise it is refused like `deny`.
+    Ask {
+        tool: String,
+        input: serde_json::Value,
+    },
     /// `error MESSAGE`.
     Error(String),
     /// `usage IN OUT COST`.
@@ -131,6 +138,25 @@ pub fn parse_line(line: &str) -> Result<Option<Directive>, String> {
             Directive::Deny {
                 tool: first.to_owned(),
                 detail: tail.to_owned(),
+            }
+        }
+        "ask" => {
+            need("a tool name")?;
+            if tail.is_empty() {
+                return Err(format!(
+                    "`ask {first}` needs the tool input as a JSON object"
+                ));
+            }
+            let input: serde_json::Value = serde_json::from_str(tail)
+                .map_err(|error| format!("`ask {first}`: `{tail}` is not JSON: {error}"))?;
+            if !input.is_object() {
+                return Err(format!(
+                    "`ask {first}`: the tool input must be a JSON object, got `{tail}`"
+                ));
+            }
+            Directive::Ask {
+                tool: first.to_owned(),
+                input,
             }
         }
         "error" => Directive::Error(if rest.is_empty() {
