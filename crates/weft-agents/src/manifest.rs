@@ -249,6 +249,8 @@ pub struct LaunchVars {
     pub session_id: String,
     /// weft runs as uid 0: `root_env` applies.
     pub running_as_root: bool,
+    /// weft can answer permission requests (the `relay` applies in a `relay_modes` mode).
+    pub relay: bool,
 }
 
 /// Everything the supervisor needs to start one runner process.
@@ -270,6 +272,9 @@ pub struct LaunchSpec {
     /// Whether the runner is given a completion marker (false for `exec`: its exit code
     /// decides).
     pub receives_marker: bool,
+    /// Its permission requests are relayed: stdin stays open for the answers (the prompt
+    /// goes first, in the protocol's form).
+    pub relay: Option<RelayProtocol>,
 }
 
 /// `[modes]`, `[env]` and `[root_env]`: string tables kept in file order.
@@ -329,6 +334,27 @@ struct RawManifest {
     marker: bool,
     install: Option<String>,
     transcript: Option<String>,
+    relay: Option<String>,
+    #[serde(default)]
+    relay_modes: Vec<String>,
+}
+
+/// How weft answers an agent's permission requests when it relays them to a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayProtocol {
+    /// Claude Code's `--permission-prompt-tool stdio` with `--input-format stream-json`:
+    /// `control_request` lines on stdout, `control_response` lines on stdin
+    /// (reference/agent-clis.md §1.5).
+    ClaudeStdio,
+}
+
+impl RelayProtocol {
+    pub fn parse(name: &str) -> Option<RelayProtocol> {
+        match name {
+            "claude-stdio" => Some(RelayProtocol::ClaudeStdio),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -356,6 +382,9 @@ pub struct Manifest {
     install: Option<String>,
     /// Which agent store holds this runner's session transcripts.
     transcript: Option<crate::transcript::Store>,
+    /// How the agent's permission requests reach weft, and in which task modes.
+    relay: Option<RelayProtocol>,
+    relay_modes: Vec<String>,
     /// The file it was read from (`None` for built-ins and inline text).
     file: Option<PathBuf>,
     /// How messages name this manifest.
@@ -449,6 +478,18 @@ impl Manifest {
         self.transcript
     }
 
+    /// The relay protocol, when the runner can hand its permission requests to weft.
+    pub fn relay(&self) -> Option<RelayProtocol> {
+        self.relay
+    }
+
+    /// Whether a task in `mode` (its id; `None` is `default`) has its permission requests
+    /// relayed.
+    pub fn relays(&self, mode: Option<&str>) -> bool {
+        let id = mode.filter(|m| !m.is_empty()).unwrap_or(DEFAULT_MODE);
+        self.relay.is_some() && self.relay_modes.iter().any(|m| m == id)
+    }
+
     /// `(mode id, value)` pairs in file order.
     pub fn modes(&self) -> impl Iterator<Item = (&str, &str)> {
         self.modes.iter().map(|(k, v)| (k.as_str(), v.as_str()))
@@ -497,7 +538,11 @@ impl Manifest {
             _ => None,
         };
 
+        let relay = (vars.relay && self.relays(vars.mode.as_deref()))
+            .then_some(self.relay)
+            .flatten();
         let mut tv = Vars::new();
+        tv.set(Var::Relay, relay.map(|_| "1"));
         tv.set(Var::Prompt, Some(vars.prompt.as_str()))
             .set(Var::Model, vars.model.as_deref())
             .set(Var::Effort, vars.effort.as_deref())
@@ -549,6 +594,7 @@ impl Manifest {
             needs_tty: self.needs_tty,
             stream: self.stream,
             receives_marker: self.marker,
+            relay,
         })
     }
 
@@ -760,7 +806,37 @@ impl Validator<'_> {
             })?),
         };
 
+        let relay = match &raw.relay {
+            None => None,
+            Some(name) => {
+                let protocol = RelayProtocol::parse(name)
+                    .ok_or_else(|| self.invalid("relay", name, "known protocols: claude-stdio"))?;
+                if via != PromptVia::Stdin || raw.stream != StreamKind::ClaudeStreamJson {
+                    return Err(self.invalid(
+                        "relay",
+                        name,
+                        "claude-stdio needs prompt_via = \"stdin\" and stream = \"claude-stream-json\"",
+                    ));
+                }
+                Some(protocol)
+            }
+        };
+        for mode in &raw.relay_modes {
+            if relay.is_none() {
+                return Err(self.invalid("relay_modes", mode, "set `relay` to say how"));
+            }
+            if !raw.modes.0.iter().any(|(id, _)| id == mode) {
+                return Err(self.invalid(
+                    "relay_modes",
+                    mode,
+                    "every relayed mode must be one of the manifest's [modes]",
+                ));
+            }
+        }
+
         Ok(Manifest {
+            relay,
+            relay_modes: raw.relay_modes,
             name,
             command,
             args: raw.args,

@@ -7,7 +7,12 @@
 //!
 //! - **stdin writer** (only when there is a prompt): writes it and closes the pipe. A child
 //!   that never reads cannot block anything else; the thread ends when the write finishes
-//!   or fails (the reader is gone).
+//!   or fails (the reader is gone). For a relayed launch (`LaunchSpec::relay`) it writes
+//!   the prompt as the protocol's first message and then each permission answer, and
+//!   closes stdin after the agent's final `result`.
+//! - **permission deciders** (relayed launches only): one per `control_request`, calling
+//!   [`SuperviseOptions::relay`], which may wait for a person; the monitor keeps watching
+//!   meanwhile (timeouts and cancellation still apply).
 //! - **readers**, one per output pipe (stdout, stderr; or the pty master): read until EOF
 //!   and pass chunks (at most 64 KiB) over a bounded channel. They never stop early, so
 //!   the child never sees a closed pipe; when the channel is full they wait, which stalls
@@ -58,6 +63,7 @@ mod buffers;
 mod monitor;
 mod process;
 
+use std::fmt;
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -99,6 +105,43 @@ pub const PTY_ROWS: u16 = 50;
 /// See [`PTY_ROWS`].
 pub const PTY_COLS: u16 = 250;
 
+/// A tool call an agent asks permission for (Claude Code's `can_use_tool`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequest {
+    /// `Bash`, `Edit`, `Read`, …
+    pub tool: String,
+    /// The tool's input as the agent sent it (secret values already masked).
+    pub input: serde_json::Value,
+    pub description: Option<String>,
+}
+
+/// The answer to a [`PermissionRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    Allow,
+    /// Refused; `message` goes back to the agent, which can plan around it.
+    Deny {
+        message: String,
+    },
+}
+
+/// Decides relayed permission requests. It may block until a person answers; it must
+/// return once the attempt no longer needs the answer (its owner withdraws the request).
+#[derive(Clone)]
+pub struct PermissionRelay(pub Arc<dyn Fn(PermissionRequest) -> PermissionAnswer + Send + Sync>);
+
+impl fmt::Debug for PermissionRelay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PermissionRelay")
+    }
+}
+
+impl PartialEq for PermissionRelay {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// How one attempt is watched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuperviseOptions {
@@ -123,6 +166,9 @@ pub struct SuperviseOptions {
     /// Values shown as `****` in the log, the tail and events (at least
     /// [`MIN_SECRET_LEN`] bytes; shorter ones are ignored).
     pub secrets: Vec<String>,
+    /// Answers the agent's permission requests when the launch relays them
+    /// (`LaunchSpec::relay`); without it such a launch gets every request denied.
+    pub relay: Option<PermissionRelay>,
 }
 
 impl SuperviseOptions {
@@ -138,6 +184,7 @@ impl SuperviseOptions {
             tail_bytes: DEFAULT_TAIL_BYTES,
             marker_token: None,
             secrets: Vec::new(),
+            relay: None,
         }
     }
 }
@@ -447,13 +494,42 @@ impl Attempt {
     ) -> io::Result<(Canceller, Monitor)> {
         let pid = child.id();
         let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+        let mut answers = None;
         if let (Some(prompt), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
-            thread::Builder::new()
-                .name(format!("weft-stdin-{pid}"))
-                .spawn(move || {
-                    // A child that exits without reading makes this fail: fine.
-                    let _ = stdin.write_all(prompt.as_bytes());
-                })?;
+            if spec.relay.is_some() {
+                // Claude's stream-json input: the prompt as a user message, then one line
+                // per answer; stdin closes when the monitor drops its sender (after the
+                // final `result`) and every pending answer is written.
+                let (lines, inbox) = std::sync::mpsc::channel::<String>();
+                let first = serde_json::json!({
+                    "type": "user",
+                    "message": {"role": "user", "content": prompt},
+                    "parent_tool_use_id": null,
+                    "session_id": "",
+                });
+                let _ = lines.send(first.to_string());
+                thread::Builder::new()
+                    .name(format!("weft-stdin-{pid}"))
+                    .spawn(move || {
+                        for line in inbox {
+                            let written = stdin
+                                .write_all(line.as_bytes())
+                                .and_then(|()| stdin.write_all(b"\n"))
+                                .and_then(|()| stdin.flush());
+                            if written.is_err() {
+                                break;
+                            }
+                        }
+                    })?;
+                answers = Some((options.relay.clone().unwrap_or_else(deny_everything), lines));
+            } else {
+                thread::Builder::new()
+                    .name(format!("weft-stdin-{pid}"))
+                    .spawn(move || {
+                        // A child that exits without reading makes this fail: fine.
+                        let _ = stdin.write_all(prompt.as_bytes());
+                    })?;
+            }
         }
         match master {
             Some(master) => spawn_reader(
@@ -498,6 +574,7 @@ impl Attempt {
             requested,
             started,
             i32::try_from(pid).unwrap_or(i32::MAX),
+            answers,
         );
         Ok((canceller, monitor))
     }
@@ -530,6 +607,13 @@ impl Attempt {
             }
         }
     }
+}
+
+/// A relayed launch with nobody to decide: every request is refused, with the reason.
+fn deny_everything() -> PermissionRelay {
+    PermissionRelay(Arc::new(|_| PermissionAnswer::Deny {
+        message: "weft has no approval channel for this run".into(),
+    }))
 }
 
 fn write_prompt_file(path: &Path, text: &str) -> io::Result<()> {

@@ -47,11 +47,14 @@ pub enum Var {
     Cwd,
     /// The session id weft chose for this attempt.
     SessionId,
+    /// Set (to `1`) when weft answers the agent's permission requests itself (the
+    /// manifest's `relay`, in one of its `relay_modes`).
+    Relay,
 }
 
 impl Var {
     /// Every variable, in documentation order.
-    pub const ALL: [Var; 7] = [
+    pub const ALL: [Var; 8] = [
         Var::Prompt,
         Var::PromptFile,
         Var::Model,
@@ -59,6 +62,7 @@ impl Var {
         Var::Mode,
         Var::Cwd,
         Var::SessionId,
+        Var::Relay,
     ];
 
     /// The name used between the braces.
@@ -71,6 +75,7 @@ impl Var {
             Var::Mode => "mode",
             Var::Cwd => "cwd",
             Var::SessionId => "session_id",
+            Var::Relay => "relay",
         }
     }
 
@@ -97,7 +102,7 @@ impl fmt::Display for Var {
 /// The values a template is rendered with. Empty values count as unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vars {
-    values: [Option<String>; 7],
+    values: [Option<String>; 8],
 }
 
 impl Vars {

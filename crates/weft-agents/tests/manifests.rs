@@ -28,6 +28,7 @@ fn vars() -> LaunchVars {
         cwd: "/work/tree".into(),
         session_id: SID.into(),
         running_as_root: false,
+        relay: false,
     }
 }
 
@@ -1342,4 +1343,75 @@ fn preflight_passes_its_path_to_the_probe() {
     bin.script("agent", "helper-weft");
     let a = preflight::check(&runner("x", "agent"), Some(&bin.path()), SHORT);
     assert_eq!(a.version.as_deref(), Some("helped"), "{a:?}");
+}
+
+#[test]
+fn claude_code_relays_permission_requests_only_in_asking_modes() {
+    let ask = LaunchVars {
+        mode: Some("ask".into()),
+        relay: true,
+        ..vars()
+    };
+    let spec = launch("claude-code", &ask);
+    assert_eq!(
+        spec.relay,
+        Some(weft_agents::manifest::RelayProtocol::ClaudeStdio)
+    );
+    let args = spec.args.join(" ");
+    assert!(
+        args.contains(
+            "--permission-mode default --input-format stream-json --permission-prompt-tool stdio"
+        ),
+        "{args}"
+    );
+    // The default mode bypasses permissions: nothing to relay.
+    let spec = launch(
+        "claude-code",
+        &LaunchVars {
+            relay: true,
+            ..vars()
+        },
+    );
+    assert_eq!(spec.relay, None);
+    assert!(!spec.args.iter().any(|a| a == "--permission-prompt-tool"));
+    // Nobody to relay to: the CLI refuses such tools itself, as before.
+    let spec = launch(
+        "claude-code",
+        &LaunchVars {
+            relay: false,
+            ..ask
+        },
+    );
+    assert_eq!(spec.relay, None);
+    assert!(!spec.args.iter().any(|a| a == "--input-format"));
+}
+
+#[test]
+fn a_relay_needs_a_known_protocol_stdin_and_the_claude_stream() {
+    let base = "command = \"x\"\nargs = [\"{{mode}}\"]\nprompt_via = \"stdin\"\nstream = \"claude-stream-json\"\n[modes]\nask = \"default\"\n";
+    let ok = format!("name = \"x\"\nrelay = \"claude-stdio\"\nrelay_modes = [\"ask\"]\n{base}");
+    let manifest = Manifest::parse(&ok, None).unwrap();
+    assert!(manifest.relays(Some("ask")));
+    assert!(!manifest.relays(None));
+    for (text, problem) in [
+        (
+            format!("name = \"x\"\nrelay = \"smoke\"\n{base}"),
+            "known protocols",
+        ),
+        (
+            format!("name = \"x\"\nrelay = \"claude-stdio\"\nrelay_modes = [\"nope\"]\n{base}"),
+            "[modes]",
+        ),
+        (
+            format!("name = \"x\"\nrelay_modes = [\"ask\"]\n{base}"),
+            "set `relay`",
+        ),
+        (
+            "name = \"x\"\ncommand = \"x\"\nrelay = \"claude-stdio\"\n".to_owned(),
+            "prompt_via",
+        ),
+    ] {
+        let error = Manifest::parse(&text, None).unwrap_err().to_string();
+        assert!(error.contains(problem), "{error}");
+    }
 }

@@ -27,6 +27,7 @@ fn sh(dir: &Path, script: &str) -> LaunchSpec {
         needs_tty: false,
         stream: StreamKind::Plain,
         receives_marker: true,
+        relay: None,
     }
 }
 

@@ -170,6 +170,8 @@ pub fn plan_launch(
         cwd: cwd.to_owned(),
         session_id: session_id.to_owned(),
         running_as_root: config.running_as_root,
+        // The engine always has a channel: `weft approvals` from any terminal.
+        relay: true,
     };
     let spec = manifest.launch(&vars).map_err(|e| EngineError::Launch {
         order: task.order,
@@ -199,6 +201,7 @@ pub(crate) fn supervise_options(
         tail_bytes: defaults::TAIL_BYTES,
         marker_token: marker.map(Marker::token),
         secrets: config.secrets.clone(),
+        relay: None,
     }
 }
 
@@ -310,6 +313,7 @@ fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
             needs_tty: false,
             stream: StreamKind::Plain,
             receives_marker: false,
+            relay: None,
         };
         let options = SuperviseOptions {
             timeout: plan.timeout,
@@ -323,6 +327,7 @@ fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
             tail_bytes: 4 * 1024,
             marker_token: None,
             secrets: plan.secrets.clone(),
+            relay: None,
         };
         let (tx, _rx) = mpsc::channel();
         let run = match Supervised::start(&spec, options, tx) {

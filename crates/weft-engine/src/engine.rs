@@ -196,6 +196,13 @@ pub fn run(
     });
 
     let (tx, rx) = mpsc::channel::<Msg>();
+    let approvals = crate::approvals::RunnerApprovals::new(
+        config.approval_mode,
+        config.pre_approved.clone(),
+        &config.state_dir,
+        config.busy_timeout,
+        &plan_id,
+    );
     let mut live: BTreeMap<String, Live> = BTreeMap::new();
     let mut halted = false;
     let mut stopping = false;
@@ -300,6 +307,7 @@ pub fn run(
                     &tx,
                     isolation.as_ref(),
                     &mut repairs,
+                    &approvals,
                 ) {
                     Ok(started) => {
                         on_event(EngineEvent::TaskStarted {
@@ -384,6 +392,10 @@ pub fn run(
         };
         messages.sort_by_key(|m| (matches!(m, Msg::Finished { .. }), order_of(m)));
         for message in messages {
+            if let Msg::Finished { attempt, .. } = &message {
+                // Its open permission questions are nobody's any more.
+                approvals.attempt_ended(attempt);
+            }
             reschedule |= handle(
                 message,
                 &mut live,
@@ -662,6 +674,7 @@ fn launch(
     tx: &mpsc::Sender<Msg>,
     isolation: Option<&Isolation>,
     repairs: &mut BTreeMap<String, String>,
+    approvals: &std::sync::Arc<crate::approvals::RunnerApprovals>,
 ) -> Result<Live, String> {
     let task = &plan.tasks[index];
     let attempt_id = uuid::Uuid::new_v4().simple().to_string();
@@ -783,7 +796,14 @@ fn launch(
         },
     };
     let record_links: Vec<String> = cut.as_ref().map(Cut::links).unwrap_or_default();
-    let options = supervise_options(config, log_path, launch.marker.as_ref());
+    let mut options = supervise_options(config, log_path, launch.marker.as_ref());
+    if launch.spec.relay.is_some() {
+        options.relay = Some(approvals.relay(
+            &attempt_id,
+            &format!("task #{} {}", task.order, task.id),
+            &cwd,
+        ));
+    }
     let started = attempt::start(&attempt_id, &launch.spec, options, checks, tx.clone())?;
     record.pid = Some(started.pid);
     record.process_group = Some(started.process_group);

@@ -6,6 +6,7 @@
 //! other weft process can read it and leave control requests. It never prints: front ends
 //! receive [`EngineEvent`]s and render them.
 
+mod approvals;
 mod attempt;
 pub mod control;
 mod engine;
@@ -74,6 +75,10 @@ pub struct EngineConfig {
     /// Set by the front end when the user interrupts (Ctrl-C): the run stops as if
     /// `weft stop` had been asked, killing every running attempt's process group.
     pub interrupt: Option<Interrupt>,
+    /// How task runners' permission requests are decided (the `approvals` setting), and
+    /// the scopes allowed in every mode.
+    pub approval_mode: weft_core::approval::Mode,
+    pub pre_approved: Vec<weft_core::approval::Scope>,
 }
 
 pub use weft_core::interrupt::Interrupt;

@@ -176,6 +176,8 @@ impl Ctx {
             locator: transcript_locator(),
             answer_chars: self.settings.answer_chars(),
             interrupt: None,
+            approval_mode: self.settings.approval_mode(),
+            pre_approved: self.settings.pre_approved(),
         })
     }
 }

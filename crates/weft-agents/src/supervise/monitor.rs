@@ -6,6 +6,7 @@ use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -17,7 +18,7 @@ use super::buffers::{LineSplitter, LogFile, Masker, Secrets, Tail, keep_first};
 use super::process::{group_alive, signal_group};
 use super::{
     LINE_EVENT_MAX, MAX_PERMISSION_DENIALS, Outcome, OutputStream, PTY_COLS, PTY_ROWS,
-    SuperviseOptions, SupervisorEvent,
+    PermissionAnswer, PermissionRelay, PermissionRequest, SuperviseOptions, SupervisorEvent,
 };
 use crate::event::{AgentEvent, StreamKind};
 use crate::evidence::{MarkerScanner, ScanOptions, Views, text_contains_marker};
@@ -120,6 +121,9 @@ pub(crate) struct Monitor {
     drain_deadline: Option<Instant>,
     pipes: [Pipe; 2],
     parser: Option<Box<dyn StreamParser>>,
+    /// Relayed permission requests: who decides, and the agent's stdin for the answers
+    /// (dropped after the final `result`, which closes stdin).
+    relay: Option<(PermissionRelay, Sender<String>)>,
     log: LogFile,
     tail: Tail,
     rate: LineRate,
@@ -139,6 +143,7 @@ impl Monitor {
         cancel: Arc<AtomicBool>,
         started: Instant,
         pgid: i32,
+        relay: Option<(PermissionRelay, Sender<String>)>,
     ) -> Self {
         let structured = stream != StreamKind::Plain;
         let pipe = |open: bool| Pipe {
@@ -190,6 +195,7 @@ impl Monitor {
             drain_deadline: None,
             pipes,
             parser: structured.then(|| parser(stream)),
+            relay,
             log,
             tail: Tail::new(options.tail_bytes),
             rate: LineRate {
@@ -228,7 +234,7 @@ impl Monitor {
                     if self.exited_at.is_none() {
                         self.on_exited(Instant::now());
                     }
-                    std::thread::sleep(GROUP_POLL);
+                    thread::sleep(GROUP_POLL);
                 }
             }
         }
@@ -454,6 +460,9 @@ impl Monitor {
             // Only the head of the line is known: nothing to parse.
             return;
         }
+        if stream == OutputStream::Stdout && self.relay.is_some() {
+            self.relay_line(&text);
+        }
         let Some(parser) = &mut self.parser else {
             return;
         };
@@ -463,6 +472,90 @@ impl Monitor {
         };
         for event in events {
             self.on_agent_event(event, now);
+        }
+    }
+
+    /// Claude's stdio permission protocol: answer each `control_request` on a thread of its
+    /// own (the decision may wait for a person while the monitor keeps watching), and close
+    /// stdin after the final `result`.
+    fn relay_line(&mut self, text: &str) {
+        let cheap = text.contains("\"control_request\"") || text.contains("\"result\"");
+        if !cheap {
+            return;
+        }
+        let Ok(line) = serde_json::from_str::<serde_json::Value>(text) else {
+            return;
+        };
+        match line.get("type").and_then(serde_json::Value::as_str) {
+            Some("result") => self.relay = None,
+            Some("control_request") => {
+                let Some((relay, answers)) = &self.relay else {
+                    return;
+                };
+                let Some(id) = line.get("request_id").cloned() else {
+                    return;
+                };
+                let request = line.get("request").cloned().unwrap_or_default();
+                let request_id = id.clone();
+                let reply = move |response: serde_json::Value| {
+                    serde_json::json!({
+                        "type": "control_response",
+                        "response": {"subtype": "success", "request_id": request_id, "response": response},
+                    })
+                    .to_string()
+                };
+                if request.get("subtype").and_then(serde_json::Value::as_str)
+                    != Some("can_use_tool")
+                {
+                    // Nothing else is expected from a headless run: refuse, never hang.
+                    let _ = answers.send(
+                        serde_json::json!({
+                            "type": "control_response",
+                            "response": {"subtype": "error", "request_id": id,
+                                "error": "weft does not handle this request"},
+                        })
+                        .to_string(),
+                    );
+                    return;
+                }
+                let input = request.get("input").cloned().unwrap_or_default();
+                let asked = PermissionRequest {
+                    tool: request
+                        .get("tool_name")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("tool")
+                        .to_owned(),
+                    input: input.clone(),
+                    description: request
+                        .get("description")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned),
+                };
+                let (relay, answers) = (relay.clone(), answers.clone());
+                let masked = input.to_string().contains("****");
+                let _ = thread::Builder::new()
+                    .name("weft-permission".into())
+                    .spawn(move || {
+                        // Input with a masked secret cannot be handed back unchanged.
+                        let answer = if masked {
+                            PermissionAnswer::Deny {
+                                message: "weft masks secret values, so it cannot approve a call that contains one; try it without the secret".into(),
+                            }
+                        } else {
+                            (relay.0)(asked)
+                        };
+                        let response = match answer {
+                            PermissionAnswer::Allow => {
+                                serde_json::json!({"behavior": "allow", "updatedInput": input})
+                            }
+                            PermissionAnswer::Deny { message } => serde_json::json!({
+                                "behavior": "deny", "message": message, "interrupt": false,
+                            }),
+                        };
+                        let _ = answers.send(reply(response));
+                    });
+            }
+            _ => {}
         }
     }
 

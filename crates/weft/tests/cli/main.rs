@@ -10,6 +10,7 @@ mod engine;
 mod isolation;
 mod plan;
 mod planner;
+mod runner_approvals;
 mod sessions;
 mod store_errors;
 mod task;
