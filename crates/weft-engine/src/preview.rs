@@ -57,7 +57,9 @@ pub fn preview(
             }
         })
         .collect();
-    let prompt_via = if spec.stdin.is_some() {
+    let prompt_via = if spec.stdin.is_some() && spec.relay.is_some() {
+        "stdin (a stream-json user message; permission answers follow on stdin)"
+    } else if spec.stdin.is_some() {
         "stdin"
     } else if spec.prompt_file.is_some() {
         "file"
