@@ -935,6 +935,17 @@ pub struct Decision {
     pub decided_at: Timestamp,
 }
 
+impl Decision {
+    /// How logs and lists show it: `allowed (asked)`, `denied (no-channel)`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} ({})",
+            if self.allowed { "allowed" } else { "denied" },
+            self.source
+        )
+    }
+}
+
 /// An open question, shown as a plain number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -181,7 +181,7 @@ impl RunnerApprovals {
 /// Keep each waiter's decision for it, and close the store rows of the asks it settled.
 fn record(state: &mut State, settlements: Vec<Settlement>, mut store: Option<&mut Store>) {
     for settlement in settlements {
-        let label = label(&settlement.decision);
+        let label = settlement.decision.label();
         if let Some(id) = state.published.remove(&settlement.ask)
             && let Some(store) = store.as_deref_mut()
         {
@@ -191,18 +191,6 @@ fn record(state: &mut State, settlements: Vec<Settlement>, mut store: Option<&mu
     }
 }
 
-fn label(decision: &Decision) -> String {
-    format!(
-        "{} ({})",
-        if decision.allowed {
-            "allowed"
-        } else {
-            "denied"
-        },
-        decision.source
-    )
-}
-
 fn answer(decision: &Decision) -> PermissionAnswer {
     if decision.allowed {
         PermissionAnswer::Allow
@@ -210,7 +198,7 @@ fn answer(decision: &Decision) -> PermissionAnswer {
         PermissionAnswer::Deny {
             message: format!(
                 "weft's approval policy refused this ({}; scope {}). Do without it, or ask the user to allow it with `weft approvals`.",
-                label(decision),
+                decision.label(),
                 decision.scope
             ),
         }

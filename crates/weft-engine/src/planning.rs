@@ -567,15 +567,7 @@ impl Approver for StoreApprover<'_, '_> {
                 break mine.decision;
             }
         };
-        let label = format!(
-            "{} ({})",
-            if decision.allowed {
-                "allowed"
-            } else {
-                "denied"
-            },
-            decision.source
-        );
+        let label = decision.label();
         if let Ok(id) = published {
             let now = shared.front.now();
             let _ = shared.store.settle_ask(id, &label, now);

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use weft_core::approval::Decision;
 use weft_core::edit::EditReport;
 use weft_core::workflow::ImportedPlan;
 use weft_core::{Plan, secrets};
@@ -567,13 +568,7 @@ impl Session {
                             continue;
                         }
                         let run = research.run(call, approver);
-                        let approval = run.decision.as_ref().map(|d| {
-                            format!(
-                                "{} ({})",
-                                if d.allowed { "allowed" } else { "denied" },
-                                d.source.as_str()
-                            )
-                        });
+                        let approval = run.decision.as_ref().map(Decision::label);
                         host.event(PlannerEvent::Step {
                             tool: call.name.clone(),
                             input: run.input.clone(),
