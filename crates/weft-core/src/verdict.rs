@@ -304,12 +304,16 @@ fn agent_verdict(e: &Evidence) -> (VerdictOutcome, String, Vec<Check>) {
             false,
             format!("the agent {how}"),
         ));
-        let reason = if clean {
+        let mut reason = if clean {
             "Failed: the agent exited cleanly (code 0) but did not print its completion marker."
                 .to_owned()
         } else {
             format!("Failed: the completion marker is missing; the agent {how}.")
         };
+        // The agent's own words usually say why (a lapsed login, a bad model).
+        if let Some(error) = &e.stream_error {
+            reason.push_str(&format!(" Its stream reported: {error}"));
+        }
         return (Fail, reason, checks);
     }
 
@@ -644,6 +648,14 @@ mod tests {
                 VerdictOutcome::Fail
             };
             assert_eq!(v.outcome, expected);
+            // A failure quotes the agent's own error; a pass does not mention it.
+            assert_eq!(
+                v.reason
+                    .contains("Its stream reported: is_error: rate limited"),
+                marker_seen.is_none(),
+                "{}",
+                v.reason
+            );
         }
     }
 
