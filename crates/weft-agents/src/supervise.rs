@@ -98,6 +98,8 @@ pub const DEFAULT_LOG_CAP_BYTES: u64 = 64 * 1024 * 1024;
 pub const DEFAULT_TAIL_BYTES: usize = 64 * 1024;
 /// The longest text of one [`SupervisorEvent::Line`], note included.
 pub const LINE_EVENT_MAX: usize = 4096;
+/// Relayed permission requests decided at once; more are refused on the spot.
+pub const MAX_PENDING_PERMISSIONS: usize = 8;
 /// At most this many `(tool, detail)` pairs are kept in [`Outcome::permission_denials`].
 pub const MAX_PERMISSION_DENIALS: usize = 100;
 /// The pseudo-terminal size given to runners that need a TTY.

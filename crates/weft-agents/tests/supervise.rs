@@ -612,3 +612,56 @@ fn pipes_held_by_a_process_outside_the_group_are_not_waited_for() {
     assert!(process_alive(escaped));
     assert!(kill_group(escaped as i32, Duration::from_millis(500)));
 }
+
+#[test]
+fn a_relayed_launch_sends_the_prompt_as_a_message_and_refuses_a_flood_of_requests() {
+    use std::sync::Arc;
+    use weft_agents::manifest::RelayProtocol;
+    use weft_agents::supervise::{MAX_PENDING_PERMISSIONS, PermissionAnswer, PermissionRelay};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let flood = MAX_PENDING_PERMISSIONS + 4;
+    let script = format!(
+        "read first\nprintf '%s\\n' \"$first\" > first.json\ni=0\nwhile [ $i -lt {flood} ]; do\n  printf '{{\"type\":\"control_request\",\"request_id\":\"r%s\",\"request\":{{\"subtype\":\"can_use_tool\",\"tool_name\":\"Bash\",\"input\":{{\"command\":\"ls\"}}}}}}\\n' $i\n  i=$((i+1))\ndone\nhead -n 4 > answers.txt\necho '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\"}}'\n"
+    );
+    let mut spec = sh(dir, &script);
+    spec.stdin = Some("the prompt".into());
+    spec.stream = StreamKind::ClaudeStreamJson;
+    spec.relay = Some(RelayProtocol::ClaudeStdio);
+    let mut options = options(dir);
+    // Every request the relay takes waits (a person who is slow to answer).
+    options.relay = Some(PermissionRelay(Arc::new(|_| {
+        thread::sleep(Duration::from_secs(2));
+        PermissionAnswer::Allow
+    })));
+    let started = Instant::now();
+    let (outcome, _) = run(&spec, options);
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the excess was refused at once"
+    );
+    let first: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("first.json")).unwrap()).unwrap();
+    assert_eq!(first["type"], "user");
+    assert_eq!(first["message"]["content"], "the prompt");
+    let answers = std::fs::read_to_string(dir.join("answers.txt")).unwrap();
+    let answers: Vec<serde_json::Value> = answers
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 4);
+    for answer in &answers {
+        assert_eq!(answer["type"], "control_response");
+        let response = &answer["response"]["response"];
+        assert_eq!(response["behavior"], "deny", "{answer}");
+        assert!(
+            response["message"]
+                .as_str()
+                .unwrap()
+                .contains("ask one at a time"),
+            "{answer}"
+        );
+    }
+}

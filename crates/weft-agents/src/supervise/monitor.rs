@@ -17,8 +17,9 @@ use nix::unistd::Pid;
 use super::buffers::{LineSplitter, LogFile, Masker, Secrets, Tail, keep_first};
 use super::process::{group_alive, signal_group};
 use super::{
-    LINE_EVENT_MAX, MAX_PERMISSION_DENIALS, Outcome, OutputStream, PTY_COLS, PTY_ROWS,
-    PermissionAnswer, PermissionRelay, PermissionRequest, SuperviseOptions, SupervisorEvent,
+    LINE_EVENT_MAX, MAX_PENDING_PERMISSIONS, MAX_PERMISSION_DENIALS, Outcome, OutputStream,
+    PTY_COLS, PTY_ROWS, PermissionAnswer, PermissionRelay, PermissionRequest, SuperviseOptions,
+    SupervisorEvent,
 };
 use crate::event::{AgentEvent, StreamKind};
 use crate::evidence::{MarkerScanner, ScanOptions, Views, text_contains_marker};
@@ -124,6 +125,8 @@ pub(crate) struct Monitor {
     /// Relayed permission requests: who decides, and the agent's stdin for the answers
     /// (dropped after the final `result`, which closes stdin).
     relay: Option<(PermissionRelay, Sender<String>)>,
+    /// Permission requests being decided right now (each on its own thread).
+    relay_pending: Arc<std::sync::atomic::AtomicUsize>,
     log: LogFile,
     tail: Tail,
     rate: LineRate,
@@ -196,6 +199,7 @@ impl Monitor {
             pipes,
             parser: structured.then(|| parser(stream)),
             relay,
+            relay_pending: Arc::default(),
             log,
             tail: Tail::new(options.tail_bytes),
             rate: LineRate {
@@ -533,17 +537,28 @@ impl Monitor {
                 };
                 let (relay, answers) = (relay.clone(), answers.clone());
                 let masked = input.to_string().contains("****");
+                // A real agent waits for each answer; one that floods requests gets the
+                // excess refused instead of a thread each.
+                let pending = Arc::clone(&self.relay_pending);
+                let flooded = pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_PERMISSIONS;
                 let _ = thread::Builder::new()
                     .name("weft-permission".into())
                     .spawn(move || {
                         // Input with a masked secret cannot be handed back unchanged.
-                        let answer = if masked {
+                        let answer = if flooded {
+                            PermissionAnswer::Deny {
+                                message: format!(
+                                    "more than {MAX_PENDING_PERMISSIONS} permission requests are waiting; ask one at a time"
+                                ),
+                            }
+                        } else if masked {
                             PermissionAnswer::Deny {
                                 message: "weft masks secret values, so it cannot approve a call that contains one; try it without the secret".into(),
                             }
                         } else {
                             (relay.0)(asked)
                         };
+                        pending.fetch_sub(1, Ordering::SeqCst);
                         let response = match answer {
                             PermissionAnswer::Allow => {
                                 serde_json::json!({"behavior": "allow", "updatedInput": input})
