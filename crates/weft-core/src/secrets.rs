@@ -16,8 +16,9 @@ pub fn secret_values<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
         .filter(|(name, value)| is_secret_name(name) && value.len() >= 4)
         .map(|(_, value)| value.to_owned())
         .collect();
-    // Longest first, so a secret containing another is masked whole.
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    // Longest first, so a secret containing another is masked whole; equal values next
+    // to each other, so `dedup` drops every repeat.
+    values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     values.dedup();
     values
 }

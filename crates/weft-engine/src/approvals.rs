@@ -110,10 +110,21 @@ impl RunnerApprovals {
                 .request(Request::new(subject.clone(), asker), now())
             {
                 Outcome::Decided(decision) => return answer(&decision),
-                Outcome::Pending { ask, waiter } => {
-                    if !state.published.contains_key(&ask)
-                        && let Some(view) =
-                            state.policy.open_asks().into_iter().find(|v| v.id == ask)
+                Outcome::Pending { ask, waiter } => (ask, waiter),
+            }
+        };
+        loop {
+            {
+                let mut state = self.lock();
+                if let Some(decision) = state.settled.remove(&waiter) {
+                    return answer(&decision);
+                }
+                // Publish the question (again, if the store was busy the last time).
+                if !state.published.contains_key(&ask) {
+                    if store.is_none() {
+                        store = self.store();
+                    }
+                    if let Some(view) = state.policy.open_asks().into_iter().find(|v| v.id == ask)
                         && let Some(store) = store.as_mut()
                         && let Ok(id) = store.open_ask(&NewAsk {
                             plan_id: Some(self.plan_id.clone()),
@@ -127,15 +138,6 @@ impl RunnerApprovals {
                     {
                         state.published.insert(ask, id);
                     }
-                    (ask, waiter)
-                }
-            }
-        };
-        loop {
-            {
-                let mut state = self.lock();
-                if let Some(decision) = state.settled.remove(&waiter) {
-                    return answer(&decision);
                 }
                 let stored = state
                     .published

@@ -329,7 +329,10 @@ fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
             secrets: plan.secrets.clone(),
             relay: None,
         };
-        let (tx, _rx) = mpsc::channel();
+        // Nobody watches a check's live events: drop the receiver so they are not queued
+        // for the length of the check (the monitor ignores a closed channel).
+        let (tx, rx) = mpsc::channel();
+        drop(rx);
         let run = match Supervised::start(&spec, options, tx) {
             Ok(check) => {
                 let outcome = check.wait();

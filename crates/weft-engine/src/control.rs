@@ -9,7 +9,7 @@ use weft_core::edit::{Edit, TaskChanges, apply};
 use weft_core::schedule::{descendants, stopped_by_failure};
 use weft_core::verdict::marked_complete;
 use weft_core::{Plan, TaskStatus, resolve_task_ref};
-use weft_store::{Store, TaskUpdate};
+use weft_store::{Store, StoreError, TaskUpdate};
 
 use crate::engine::{now, same_process_alive};
 use crate::error::EngineError;
@@ -93,7 +93,6 @@ pub fn engine_running(store: &Store, plan_id: &str) -> Result<Option<u32>, Engin
 }
 
 struct Target {
-    index: usize,
     order: u32,
     id: String,
     status: TaskStatus,
@@ -104,7 +103,6 @@ fn target(store: &Store, plan_id: &str, reference: &str) -> Result<(Plan, Target
     let index = resolve_task_ref(&plan.tasks, reference)?;
     let task = &plan.tasks[index];
     let target = Target {
-        index,
         order: task.order,
         id: task.id.clone(),
         status: task.status,
@@ -279,8 +277,9 @@ pub fn rearm(
     let task_id = target.id.clone();
     let (_, report) = store.update_plan(plan_id, now(), |plan| {
         // Unlock the task for the edit: a re-armed task starts over.
+        // By id: another terminal may have reordered the plan since `target` was read.
         let mut unlocked = plan.clone();
-        let task = &mut unlocked.tasks[target.index];
+        let task = task_by_id(&mut unlocked, plan_id, &task_id)?;
         task.status = TaskStatus::Pending;
         task.verdict = None;
         task.output = None;
@@ -623,7 +622,7 @@ pub fn manual_tick(
     let task_id = task.id.clone();
     let (next, done) = store.update_plan(plan_id, now(), |plan| {
         let mut next = plan.clone();
-        let t = &mut next.tasks[index];
+        let t = task_by_id(&mut next, plan_id, &task_id)?;
         for i in &ticked {
             if !t.steps_done.contains(i) {
                 t.steps_done.push(*i);
@@ -644,7 +643,10 @@ pub fn manual_tick(
             done,
         ))
     })?;
-    let t = &next.tasks[index];
+    let t = next.task(&task_id).ok_or_else(|| StoreError::UnknownTask {
+        plan: plan_id.to_owned(),
+        task: task_id.clone(),
+    })?;
     let mut lines = vec![format!(
         "task #{} {:?}: {} of {count} step(s) ticked",
         t.order,
@@ -656,4 +658,19 @@ pub fn manual_tick(
         lines.extend(released_line(&release_blocked(store, plan_id, &t.id)?));
     }
     Ok(ControlReport { lines })
+}
+
+/// The task with `id` in a plan read under the write lock (positions may have moved).
+fn task_by_id<'p>(
+    plan: &'p mut Plan,
+    plan_id: &str,
+    id: &str,
+) -> Result<&'p mut weft_core::Task, StoreError> {
+    plan.tasks
+        .iter_mut()
+        .find(|t| t.id == id)
+        .ok_or_else(|| StoreError::UnknownTask {
+            plan: plan_id.to_owned(),
+            task: id.to_owned(),
+        })
 }

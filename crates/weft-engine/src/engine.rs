@@ -293,6 +293,18 @@ pub fn run(
                         starts.push(index);
                     }
                 }
+                if isolation.is_some() {
+                    // Ops tasks share the run's one integration checkout (moved to the
+                    // tip for each): one at a time, the others wait their turn.
+                    let is_ops = |id: &str| plan.task(id).is_some_and(|t| t.kind == TaskKind::Ops);
+                    let mut ops_busy = live.values().any(|l| is_ops(&l.attempt.task_id));
+                    starts.retain(|&i| {
+                        if plan.tasks[i].kind != TaskKind::Ops {
+                            return true;
+                        }
+                        !std::mem::replace(&mut ops_busy, true)
+                    });
+                }
             }
             for index in starts {
                 let task = &plan.tasks[index];

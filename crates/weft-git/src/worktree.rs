@@ -222,6 +222,8 @@ impl Repo {
             let lock_refused = memchr::memmem::find(&out.stderr, b"locked working tree").is_some();
             let Some(reason) = info.locked else {
                 if lock_refused && start.elapsed() < self.git.lock_wait_duration() {
+                    // Not a busy loop: each round is two git processes.
+                    std::thread::sleep(Duration::from_millis(20));
                     continue;
                 }
                 return Err(call.failed(&out));

@@ -7,10 +7,10 @@
 
 use std::fmt;
 
+use weft_core::Plan;
 use weft_core::approval::Decision;
 use weft_core::edit::EditReport;
 use weft_core::workflow::ImportedPlan;
-use weft_core::{Plan, secrets};
 
 use crate::chat::{AgentPlanner, ChatModel, FinishReason, Message, StreamEvent};
 use crate::emit::{
@@ -257,7 +257,8 @@ enum Next {
 }
 
 impl Session {
-    pub fn new(backend: Backend, config: SessionConfig) -> Session {
+    pub fn new(backend: Backend, mut config: SessionConfig) -> Session {
+        config.secrets = crate::tools::prepare_secrets(&config.secrets);
         let messages = vec![Message::system(config.system.clone())];
         Session {
             backend,
@@ -333,41 +334,39 @@ impl Session {
                     message = text;
                     from_user = false;
                 }
-                Next::Prose => match self.config.style {
-                    _ if self.config.converse => match host.ask_user(&shown) {
-                        Some(answer) => {
-                            message = answer;
-                            from_user = true;
-                            repairs = 0;
-                        }
-                        None => {
-                            return Ok(Finish::Abandoned {
-                                prd: self.prd.take(),
-                            });
-                        }
-                    },
-                    _ => {
-                        if nudges >= MAX_NUDGES {
-                            return Err(PlannerError::NoPlan {
-                                wanted: if self.config.style == Style::Revision {
-                                    "set of task edits"
-                                } else {
-                                    "plan"
-                                },
-                                nudges,
-                                last: cap(&shown, 500),
-                            });
-                        }
-                        nudges += 1;
-                        message = if self.config.style == Style::Revision {
-                            prompt::REVISION_NUDGE.to_owned()
-                        } else {
-                            prompt::ONE_SHOT_NUDGE.to_owned()
-                        };
-                        host.event(PlannerEvent::Correcting(message.clone()));
-                        from_user = false;
+                Next::Prose if self.config.converse => match host.ask_user(&shown) {
+                    Some(answer) => {
+                        message = answer;
+                        from_user = true;
+                        repairs = 0;
+                    }
+                    None => {
+                        return Ok(Finish::Abandoned {
+                            prd: self.prd.take(),
+                        });
                     }
                 },
+                Next::Prose => {
+                    if nudges >= MAX_NUDGES {
+                        return Err(PlannerError::NoPlan {
+                            wanted: if self.config.style == Style::Revision {
+                                "set of task edits"
+                            } else {
+                                "plan"
+                            },
+                            nudges,
+                            last: cap(&shown, 500),
+                        });
+                    }
+                    nudges += 1;
+                    message = if self.config.style == Style::Revision {
+                        prompt::REVISION_NUDGE.to_owned()
+                    } else {
+                        prompt::ONE_SHOT_NUDGE.to_owned()
+                    };
+                    host.event(PlannerEvent::Correcting(message.clone()));
+                    from_user = false;
+                }
             }
         }
     }
@@ -475,8 +474,8 @@ impl Session {
     ) -> Result<TurnText, PlannerError> {
         match &mut self.backend {
             Backend::Agent(agent) => {
-                // The transport decides when the CLI needs the instructions again.
-                self.messages.push(Message::user(message));
+                // The CLI keeps the conversation; the transport decides when it needs the
+                // instructions again.
                 let reply = agent.send(&self.config.system, message, &mut |event| {
                     forward(host, event)
                 })?;
@@ -496,8 +495,6 @@ impl Session {
                         approval: None,
                     });
                 }
-                self.messages
-                    .push(Message::assistant(reply.text.clone(), Vec::new()));
                 Ok(TurnText {
                     text: reply.text,
                     truncated: reply.truncated,
@@ -725,8 +722,10 @@ fn forward(host: &mut dyn Host, event: StreamEvent) {
     }
 }
 
+/// The research tools' masking: known values, then secret-looking assignments, tokens and
+/// keys (an agent CLI that read a `.env` file reports its contents as step detail).
 fn mask(secrets_list: &[String], text: &str) -> String {
-    secrets::mask(text, secrets_list)
+    crate::tools::mask_text(text, secrets_list)
 }
 
 fn first_line(text: &str) -> &str {

@@ -191,9 +191,20 @@ pub fn project_context(workspace: &Path) -> String {
     }
     for name in CONTEXT_FILES {
         let path = workspace.join(name);
-        let Ok(text) = fs::read_to_string(&path) else {
+        // Only the head is wanted: never read a huge (or endless) file whole.
+        let mut head = Vec::new();
+        let Ok(file) = fs::File::open(&path) else {
             continue;
         };
+        if std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, (CONTEXT_FILE_CHARS * 4 + 4) as u64),
+            &mut head,
+        )
+        .is_err()
+        {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&head);
         let head: String = text.chars().take(CONTEXT_FILE_CHARS).collect();
         let cut = if head.len() < text.len() {
             "\n[… cut; read the file for the rest]"

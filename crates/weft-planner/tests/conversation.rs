@@ -1651,3 +1651,29 @@ fn an_empty_reply_gets_one_reminder_and_a_second_in_a_row_ends_planning() {
     assert!(matches!(result, Err(PlannerError::Empty)), "{result:?}");
     assert_eq!(call_count(&calls), 2);
 }
+
+#[test]
+fn an_env_file_an_agent_cli_read_is_masked_in_the_log_even_without_known_secrets() {
+    let (mut session, _) = agent_session(
+        config(Style::OneShot),
+        vec![agent_reply(
+            plan_reply(),
+            vec![step(
+                "Read",
+                ".env",
+                StepOutcome::Success,
+                "1\tSTRIPE_API_KEY=sk_live_abcdefghijklmnop\n2\tDEBUG=1\n",
+            )],
+        )],
+    );
+    let mut host = RecordingHost::default();
+    plan_of(run(&mut session, &mut host, &mut ScriptedApprover::default()).unwrap());
+    let read = &host.tool_logs()[0];
+    assert!(
+        !read.detail.contains("sk_live_abcdefghijklmnop"),
+        "{}",
+        read.detail
+    );
+    assert!(read.detail.contains("STRIPE_API_KEY="), "{}", read.detail);
+    assert!(read.detail.contains("DEBUG=1"), "{}", read.detail);
+}

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::Duration;
 
 use weft_core::Timestamp;
@@ -37,7 +37,8 @@ impl TerminalPlanner {
     /// A conversation: lines come from stdin, read on their own thread so an approval
     /// question can also watch for an answer from another terminal.
     pub fn conversation(interrupt: Option<Interrupt>) -> TerminalPlanner {
-        let (sender, receiver) = channel();
+        // One line in flight: a file piped in is read as fast as it is answered.
+        let (sender, receiver) = sync_channel(1);
         std::thread::Builder::new()
             .name("weft-planner-input".into())
             .spawn(move || {
@@ -50,6 +51,11 @@ impl TerminalPlanner {
                     {
                         Ok(0) | Err(_) => break,
                         Ok(_) => {
+                            if !line.ends_with(b"\n") {
+                                // Cut at MAX_LINE_BYTES: the rest of the line is dropped,
+                                // not taken for the next answer.
+                                skip_rest_of_line(&mut lock);
+                            }
                             let text = String::from_utf8_lossy(&line).trim_end().to_owned();
                             if sender.send(text).is_err() {
                                 break;
@@ -81,6 +87,23 @@ impl TerminalPlanner {
 
     fn err(&self, text: &str) {
         let _ = writeln!(anstream::stderr().lock(), "{text}");
+    }
+}
+
+/// Read and drop bytes up to the next newline (or the end of input).
+fn skip_rest_of_line(input: &mut impl BufRead) {
+    loop {
+        let (used, done) = match input.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buffer) => match buffer.iter().position(|b| *b == b'\n') {
+                Some(at) => (at + 1, true),
+                None => (buffer.len(), false),
+            },
+        };
+        input.consume(used);
+        if done {
+            return;
+        }
     }
 }
 
@@ -224,10 +247,16 @@ impl PlanFrontEnd for TerminalPlanner {
                 allowed: true,
                 scope: None,
             }),
-            "a" | "allow" => Some(ApprovalAnswer {
-                allowed: true,
-                scope: Some(rest.trim().to_owned()),
-            }),
+            "a" | "allow" => match weft_core::approval::Scope::parse(rest) {
+                Ok(scope) => Some(ApprovalAnswer {
+                    allowed: true,
+                    scope: Some(scope.to_string()),
+                }),
+                Err(error) => {
+                    self.err(&format!("  {error}"));
+                    None
+                }
+            },
             "n" | "no" | "deny" => Some(ApprovalAnswer {
                 allowed: false,
                 scope: None,

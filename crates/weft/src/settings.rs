@@ -165,10 +165,13 @@ fn answer_chars(value: &str) -> Result<(), String> {
     }
 }
 
+/// The same names `--planner` takes.
 fn planner(value: &str) -> Result<(), String> {
-    match value.trim() {
-        "" | "openai" | "claude-code" | "codex" | "opencode" => Ok(()),
-        _ => Err("must be openai, claude-code, codex or opencode (or empty)".into()),
+    let value = value.trim();
+    if value.is_empty() || weft_engine::planning::PlannerChoice::parse(value).is_some() {
+        Ok(())
+    } else {
+        Err("must be openai, claude-code, codex or opencode (or empty)".into())
     }
 }
 

@@ -522,7 +522,10 @@ impl Monitor {
                     );
                     return;
                 }
-                let input = request.get("input").cloned().unwrap_or_default();
+                let mut input = request.get("input").cloned().unwrap_or_default();
+                // The line was masked as bytes; a secret written with JSON escapes is only
+                // visible once decoded.
+                let escaped_secret = mask_strings(&mut input, &self.secrets);
                 let asked = PermissionRequest {
                     tool: request
                         .get("tool_name")
@@ -536,7 +539,7 @@ impl Monitor {
                         .map(str::to_owned),
                 };
                 let (relay, answers) = (relay.clone(), answers.clone());
-                let masked = input.to_string().contains("****");
+                let masked = escaped_secret || input.to_string().contains(super::buffers::MASK);
                 // A real agent waits for each answer; one that floods requests gets the
                 // excess refused instead of a thread each.
                 let pending = Arc::clone(&self.relay_pending);
@@ -726,6 +729,25 @@ impl Monitor {
 
 /// `event` with every secret masked (the stream was masked before parsing, but JSON
 /// escapes can hide a secret from the byte-level masker).
+/// Mask every string inside `value`; whether any changed.
+fn mask_strings(value: &mut serde_json::Value, secrets: &Secrets) -> bool {
+    match value {
+        serde_json::Value::String(text) => {
+            let masked = secrets.mask_str(text);
+            let changed = masked != *text;
+            *text = masked;
+            changed
+        }
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |any, item| mask_strings(item, secrets) | any),
+        serde_json::Value::Object(map) => map
+            .values_mut()
+            .fold(false, |any, item| mask_strings(item, secrets) | any),
+        _ => false,
+    }
+}
+
 fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
     if secrets.is_empty() {
         return event;

@@ -515,6 +515,27 @@ fn runs_are_isolated_by_default_in_a_repository_and_shared_elsewhere() {
 }
 
 #[test]
+fn independent_ops_tasks_take_turns_in_the_shared_integration_checkout() {
+    let weft = Weft::with_agents();
+    let log = weft.env.root().join("ops.log");
+    let mut text = String::from("goal = \"g\"\nrunner = \"claude-code\"\n");
+    for id in ["first", "second", "third"] {
+        text.push_str(&format!(
+            "[[tasks]]\nid = \"{id}\"\ntitle = \"{id}\"\nkind = \"ops\"\ncommand = \"echo start >> {log}; sleep 0.3; echo end >> {log}\"\n",
+            log = log.display()
+        ));
+    }
+    weft.write("plan.toml", &text);
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["run", "--isolated", "--parallel", "3"]);
+    let lines = fs_err::read_to_string(&log).unwrap();
+    assert_eq!(
+        lines, "start\nend\nstart\nend\nstart\nend\n",
+        "ops tasks overlapped in the one integration checkout"
+    );
+}
+
+#[test]
 fn ops_tasks_run_against_the_landed_work_in_the_integration_checkout() {
     let weft = Weft::with_agents();
     weft.write(

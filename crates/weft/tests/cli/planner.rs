@@ -1062,3 +1062,29 @@ fn an_agent_cli_planner_that_is_not_installed_is_refused_before_anything_is_stor
     );
     assert!(!weft.db_path().exists(), "nothing was stored");
 }
+
+#[test]
+fn planner_names_and_flags_are_checked_the_same_everywhere() {
+    let weft = workspace();
+    // `--effort` means nothing to an API planner: refused, not silently dropped.
+    let run = weft.run(&[
+        "plan",
+        "x",
+        "--yes",
+        "--planner",
+        "openai",
+        "--effort",
+        "high",
+    ]);
+    assert_eq!(run.code, 1, "{}", weft.show(&run));
+    assert!(
+        run.stderr
+            .contains("--effort applies to agent-CLI planners"),
+        "{}",
+        run.stderr
+    );
+    // The setting takes the names `--planner` takes.
+    weft.ok(&["-c", "planner=claude", "config"]);
+    let bad = weft.run(&["-c", "planner=gemini", "config"]);
+    assert_eq!(bad.code, 1, "{}", weft.show(&bad));
+}

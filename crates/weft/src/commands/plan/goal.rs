@@ -63,11 +63,7 @@ fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
     // The default runner first: the user is most likely logged into it.
     kinds.sort_by_key(|kind| kind.name() != ctx.settings.runner());
     for kind in kinds {
-        let program = registry
-            .get(kind.name())
-            .map(|m| m.manifest.command().to_owned())
-            .unwrap_or_else(|| kind.default_program().to_owned());
-        if which(&program) {
+        if which(&agent_program(&registry, kind)) {
             return Ok(PlannerChoice::Agent(kind));
         }
     }
@@ -78,13 +74,18 @@ fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
     )
 }
 
-/// Whether `program` can be found (a path, or a name on PATH).
+/// Whether `program` can be started: the runners' own preflight lookup (a path, or an
+/// executable on PATH).
 fn which(program: &str) -> bool {
-    if program.contains('/') {
-        return std::path::Path::new(program).is_file();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    weft_agents::preflight::resolve_program(program, std::env::var_os("PATH").as_deref()).is_ok()
+}
+
+/// The command an agent-CLI planner starts: its runner manifest's, else the CLI's name.
+fn agent_program(registry: &weft_agents::manifest::Registry, kind: AgentCliKind) -> String {
+    registry
+        .get(kind.name())
+        .map(|m| m.manifest.command().to_owned())
+        .unwrap_or_else(|| kind.default_program().to_owned())
 }
 
 /// Resolve the planning settings from the flags, the settings and the environment.
@@ -93,10 +94,7 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     let (registry, _) = ctx.registry();
     let mut config = PlanningConfig::new(ctx.workspace.root.clone(), choice.clone(), style);
     if let PlannerChoice::Agent(kind) = &choice {
-        let program = registry
-            .get(kind.name())
-            .map(|m| m.manifest.command().to_owned())
-            .unwrap_or_else(|| kind.default_program().to_owned());
+        let program = agent_program(&registry, *kind);
         // The comparable tool's preflight: presence, not health (a lapsed login shows up
         // as the CLI's own error on the first turn).
         if !which(&program) {
@@ -109,6 +107,12 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
         config.program = Some(program);
     }
     config.model = args.model.clone();
+    if args.effort.is_some() && choice == PlannerChoice::OpenAi {
+        return Err(CliError::new(
+            "--effort applies to agent-CLI planners; the openai planner has no effort setting",
+        )
+        .hint("pick a reasoning model with --model or WEFT_PLANNER_MODEL instead"));
+    }
     config.effort = args.effort.clone();
     let mut names: Vec<String> = registry.names().map(str::to_owned).collect();
     names.sort();
