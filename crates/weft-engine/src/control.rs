@@ -594,7 +594,7 @@ pub fn manual_tick(
         });
     }
     if let Some(blocker) = manual_blocker(&plan, index) {
-        return Err(EngineError::Isolation {
+        return Err(EngineError::Refused {
             detail: format!(
                 "task #{} {:?} cannot be ticked off yet: {blocker}",
                 task.order, task.id

@@ -47,6 +47,10 @@ pub enum EngineError {
     Git(Box<weft_git::GitError>),
     #[error("cannot isolate this run: {detail}")]
     Isolation { detail: String, hint: String },
+    /// A request refused for a reason the detail states whole (a handoff of a run still
+    /// running, a manual step whose dependencies are not done).
+    #[error("{detail}")]
+    Refused { detail: String, hint: String },
     #[error("cannot write {path}: {source}")]
     Io {
         path: String,
@@ -81,7 +85,9 @@ impl EngineError {
                 "plan again with `weft plan \"goal\"`, or load another plan with `weft sessions load`; `weft plan log --plan {plan}` shows what the planner did"
             )),
             EngineError::Git(_) => None,
-            EngineError::Isolation { hint, .. } => Some(hint.clone()),
+            EngineError::Isolation { hint, .. } | EngineError::Refused { hint, .. } => {
+                Some(hint.clone())
+            }
             EngineError::Io { .. } => None,
         }
     }

@@ -26,7 +26,7 @@ pub struct Handoff {
 }
 
 fn refuse(detail: impl Into<String>, hint: impl Into<String>) -> EngineError {
-    EngineError::Isolation {
+    EngineError::Refused {
         detail: detail.into(),
         hint: hint.into(),
     }

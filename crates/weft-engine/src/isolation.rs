@@ -619,8 +619,12 @@ impl Isolation {
 /// How much of a failed setup command's output its error quotes.
 const SETUP_TAIL_BYTES: u64 = 4096;
 
+/// The longest a worktree's `setup` command may run.
+const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
 fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
     use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::process::CommandExt;
     let io = |source| EngineError::Io {
         path: folder.display().to_string(),
         source,
@@ -629,14 +633,40 @@ fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
     // by what it writes, and only the tail is read back.
     let log_path = folder.with_extension("setup.log");
     let log = fs_err::File::create(&log_path).map_err(io)?;
-    let status = std::process::Command::new("sh")
+    let mut child = std::process::Command::new("sh")
         .args(["-c", command])
         .current_dir(folder)
         .stdin(std::process::Stdio::null())
         .stdout(log.file().try_clone().map_err(io)?)
         .stderr(log.into_file())
-        .status()
+        .process_group(0)
+        .spawn()
         .map_err(io)?;
+    // The engine waits here before the task can start: a setup that hangs must not hang
+    // the run (scheduling, control requests and `weft stop` wait behind it).
+    let deadline = std::time::Instant::now() + SETUP_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(io)? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let group = i32::try_from(child.id()).unwrap_or(i32::MAX);
+            weft_agents::supervise::kill_group(group, std::time::Duration::from_secs(2));
+            let _ = child.wait();
+            return Err(EngineError::Isolation {
+                detail: format!(
+                    "the setup command `{command}` did not finish in {} within {} minutes; it was stopped",
+                    folder.display(),
+                    SETUP_TIMEOUT.as_secs() / 60
+                ),
+                hint: format!(
+                    "its output so far is in {}; make `setup` in weft.toml finish by itself",
+                    log_path.display()
+                ),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     if status.success() {
         let _ = fs_err::remove_file(&log_path);
         return Ok(());

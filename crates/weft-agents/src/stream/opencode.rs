@@ -44,6 +44,9 @@ const REFUSALS: &[&str] = &[
     "specified a rule which prevents you from using this specific tool call",
 ];
 
+/// Most text kept per message (its end).
+const MESSAGE_TEXT_MAX: usize = 1024 * 1024;
+
 /// Parser state for OpenCode's run JSON.
 #[derive(Debug, Default)]
 pub struct OpencodeParser {
@@ -134,7 +137,12 @@ impl OpencodeParser {
             self.texts.clear();
         }
         if !text.is_empty() {
+            // Bounded: the answer is the message's end, so the oldest parts go first.
             self.texts.push(text.to_owned());
+            let mut total: usize = self.texts.iter().map(String::len).sum();
+            while total > MESSAGE_TEXT_MAX && self.texts.len() > 1 {
+                total -= self.texts.remove(0).len();
+            }
             events.push(AgentEvent::AssistantText {
                 text: text.to_owned(),
             });

@@ -639,6 +639,13 @@ fn manual_tasks_wait_behind_the_merge_gate_and_complete_when_every_step_is_ticke
         "{}",
         early.stderr
     );
+    assert!(
+        early
+            .stderr
+            .starts_with("error: task #2 \"review\" cannot be ticked off yet"),
+        "the refusal says what it is, not an isolation failure: {}",
+        early.stderr
+    );
     let not_manual = weft.fails(&["manual", "build"], 1);
     assert!(
         not_manual
