@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::CliResult;
 use crate::settings::{KEYS, Source};
@@ -35,9 +35,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 )
             })
             .collect();
-        let mut text = serde_json::to_string_pretty(&object).expect("settings serialize");
-        text.push('\n');
-        return stdout(&text);
+        return print_json(&object);
     }
     let name_width = KEYS.iter().map(|k| k.name.len()).max().unwrap_or(8);
     let value_width = settings

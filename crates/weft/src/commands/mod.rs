@@ -70,6 +70,15 @@ pub fn stdout(text: &str) -> CliResult {
     }
 }
 
+/// Write `value` as pretty JSON and a newline (the `--json` form of every command).
+pub fn print_json(value: &impl serde::Serialize) -> CliResult {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| {
+        crate::error::CliError::new(format!("cannot encode the output as JSON: {e}"))
+    })?;
+    text.push('\n');
+    stdout(&text)
+}
+
 /// Render into a buffer with colour codes that anstream strips when it should.
 pub fn styled(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
     let mut buffer = Vec::new();

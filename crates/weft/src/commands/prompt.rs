@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::{Ctx, RunOptions};
 use crate::error::CliResult;
 
@@ -23,9 +23,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let config = ctx.engine_config(&plan.id, RunOptions::default())?;
     let preview = weft_engine::preview::preview(&config, &plan, &args.task)?;
     if args.json {
-        let mut text = serde_json::to_string_pretty(&preview).expect("previews serialize");
-        text.push('\n');
-        return stdout(&text);
+        return print_json(&preview);
     }
     let mut text = String::new();
     let _ = writeln!(text, "runner:  {}", preview.runner);

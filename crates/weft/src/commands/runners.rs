@@ -6,7 +6,7 @@ use serde_json::json;
 use weft_agents::preflight;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::CliResult;
 use crate::render::note;
@@ -61,9 +61,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 })
             })
             .collect();
-        let mut text = serde_json::to_string_pretty(&rows).expect("rows serialize");
-        text.push('\n');
-        return stdout(&text);
+        return print_json(&rows);
     }
     let width = checks.iter().map(|(n, _, _)| n.len()).max().unwrap_or(6);
     let mut text = String::new();

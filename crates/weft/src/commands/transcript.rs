@@ -9,7 +9,7 @@ use weft_agents::transcript::{Query, Store, find};
 use weft_core::resolve_task_ref;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::{Ctx, transcript_locator};
 use crate::error::{CliError, CliResult};
 
@@ -70,9 +70,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         },
     );
     if args.json {
-        let mut text = serde_json::to_string_pretty(&found).expect("transcripts serialize");
-        text.push('\n');
-        return stdout(&text);
+        return print_json(&found);
     }
     let Some(found) = found else {
         let mut err = CliError::new(format!(

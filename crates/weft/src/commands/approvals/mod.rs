@@ -10,7 +10,7 @@ use weft_core::approval::Scope;
 use weft_store::{AnswerRefused, AskRecord, Store};
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
 use crate::render::note;
@@ -45,9 +45,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         None => Vec::new(),
     };
     if args.json {
-        let text = serde_json::to_string_pretty(&open)
-            .map_err(|e| CliError::new(format!("cannot encode the questions: {e}")))?;
-        return stdout(&format!("{text}\n"));
+        return print_json(&open);
     }
     if open.is_empty() {
         note("no approval question is open");

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::planner_ui::step_text;
@@ -27,9 +27,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let plan = store.plan(&plan_id)?;
     let entries = store.planner_log(&plan_id, 0)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&entries)
-            .map_err(|e| CliError::new(format!("cannot encode the log: {e}")))?;
-        return stdout(&format!("{text}\n"));
+        return print_json(&entries);
     }
     let info = store.planning(&plan_id)?;
     let Some(info) = info else {

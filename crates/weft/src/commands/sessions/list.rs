@@ -1,7 +1,7 @@
 //! `weft sessions list`: short id, status, task count, updated time, goal.
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::CliResult;
 use crate::render::{LIST_GOAL_CHARS, cut, minute, note};
@@ -20,9 +20,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         None => Vec::new(),
     };
     if args.json {
-        let mut text = serde_json::to_string_pretty(&plans).expect("summaries serialize");
-        text.push('\n');
-        return stdout(&text);
+        return print_json(&plans);
     }
     if plans.is_empty() {
         note("no plans in this workspace yet; create one with `weft plan --file plan.toml`");
