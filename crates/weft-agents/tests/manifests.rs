@@ -382,9 +382,8 @@ fn exec_script_really_runs_with_the_rendered_spec() {
 // The built-ins against the real help texts
 
 fn help(file: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/agent-output/cli-help");
-    fs::read_to_string(dir.join(file)).expect("the cli-help fixtures are beside the checkout")
+    let path = weft_testkit::samples::agent_output_file(&format!("cli-help/{file}"));
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// `flag` appears in `help` as an option name (not as part of a longer one).

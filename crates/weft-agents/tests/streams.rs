@@ -1,12 +1,12 @@
-//! Stream parsers against every real sample stream in `shared/fixtures/agent-output/`, and
-//! against garbage.
-
-use std::path::{Path, PathBuf};
+//! Stream parsers against every sample stream in weft-testkit's `data/agent-output/` (the
+//! real CLIs' recordings and a few hand-written streams in the shapes of real-model
+//! sessions), and against garbage.
 
 use proptest::prelude::*;
 use weft_agents::evidence::{View, text_contains_marker};
 use weft_agents::stream::{self, MESSAGE_MAX, SUMMARY_MAX};
 use weft_agents::{AgentEvent, StreamKind};
+use weft_testkit::samples::{agent_output, agent_output_file};
 
 const ORCH_MARKER: &str = "ORCH-DONE-MARKER-7f3a9c";
 const ORCH_FINAL: &str = "All done. ORCH-DONE-MARKER-7f3a9c";
@@ -27,12 +27,8 @@ const NOT_ASSISTANT: &[&str] = &[
     "Your previous response had no visible output",
 ];
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/agent-output")
-}
-
 fn read(rel: &str) -> String {
-    let path = fixtures().join(rel);
+    let path = agent_output_file(rel);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     String::from_utf8_lossy(&bytes).into_owned()
 }
@@ -181,8 +177,8 @@ const COVERED: &[&str] = &[
     "claude/cc2.1.197-stream-json-write-outside-workdir-denied.jsonl",
     "claude/cc2.1.197-output-format-json-resume.json",
     "claude/cc2.1.197-output-format-json-success.json",
-    "claude/public-gleam-cc2.1.7-stream-json-basic-query.ndjson",
-    "claude/public-gleam-cc2.1.4-result-success.json",
+    "claude/handwritten-stream-json-one-answer.ndjson",
+    "claude/handwritten-result-success-pretty.json",
     "claude/failure-401.stdout.jsonl",
     "claude/failure-500.stdout.jsonl",
     "claude/failure-hang.stdout.jsonl",
@@ -237,7 +233,7 @@ fn every_stream_fixture_is_covered() {
     };
     let mut found = 0;
     for dir in ["claude", "codex", "opencode"] {
-        for entry in std::fs::read_dir(fixtures().join(dir)).expect("fixture folder") {
+        for entry in std::fs::read_dir(agent_output().join(dir)).expect("fixture folder") {
             let name = entry
                 .expect("entry")
                 .file_name()
@@ -460,12 +456,14 @@ fn claude_write_file_success_has_the_marker() {
 }
 
 #[test]
-fn claude_public_and_json_results() {
-    let s = claude("public-gleam-cc2.1.7-stream-json-basic-query.ndjson");
-    assert_eq!(s.session(), "1d1e46f9-35c7-4834-b529-846d5bb82288");
-    assert_eq!(s.texts, ["4"]);
-    assert_eq!(s.last_usage(), (Some(10), Some(25), Some(0.1354875)));
-    ok_final(&s, "4");
+fn claude_one_answer_streams_and_json_results() {
+    // A real model's one-turn answer (2.1.7 shapes): the assistant message's usage is a
+    // running figure; the result's is the one that counts.
+    let s = claude("handwritten-stream-json-one-answer.ndjson");
+    assert_eq!(s.session(), "798e980c-1cea-403c-8cb1-171791d36a86");
+    assert_eq!(s.texts, ["Seven."]);
+    assert_eq!(s.last_usage(), (Some(12), Some(29), Some(0.1284125)));
+    ok_final(&s, "Seven.");
 
     // `--output-format json`: the single result object.
     let s = claude("cc2.1.197-output-format-json-success.json");
@@ -476,17 +474,21 @@ fn claude_public_and_json_results() {
     assert_eq!(s.session(), "11111111-2222-4333-8444-555555555555");
     ok_final(&s, ORCH_FINAL);
 
-    // A pretty-printed result (2.1.4): not a stream line as is; as one line it parses.
-    let pretty = read("claude/public-gleam-cc2.1.4-result-success.json");
+    // A pretty-printed result (2.1.4 shapes): not a stream line as is; as one line it parses.
+    let pretty = read("claude/handwritten-result-success-pretty.json");
+    assert!(pretty.lines().count() > 1, "the sample is pretty-printed");
     assert!(parse_text(StreamKind::ClaudeStreamJson, &pretty).is_empty());
     let value: serde_json::Value = serde_json::from_str(&pretty).expect("json");
     let s = Summary::of(&parse_text(
         StreamKind::ClaudeStreamJson,
         &value.to_string(),
     ));
-    assert_eq!(s.session(), "40e7b02d-c0f9-4876-9010-f514d4eb0603");
-    assert_eq!(s.last_usage(), (Some(18), Some(424), Some(0.24722425)));
-    ok_final(&s, "Here are the files in the current directory.");
+    assert_eq!(s.session(), "2bded680-9158-45c7-a362-04df41d4357e");
+    assert_eq!(s.last_usage(), (Some(21), Some(388), Some(0.19340875)));
+    ok_final(
+        &s,
+        "The workspace has two crates: inkwell and inkwell-server.",
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Transcript capture (Claude Code and Codex) against the real samples in
-//! `shared/fixtures/agent-output/` and mutated copies, laid out like the real stores in
+//! Transcript capture (Claude Code and Codex) against the samples in weft-testkit's
+//! `data/agent-output/` (the real CLIs' recordings, and hand-written transcripts in the
+//! shapes of interactive sessions) and mutated copies, laid out like the real stores in
 //! temporary directories.
 
 use std::fs::{self, File};
@@ -11,6 +12,7 @@ use tempfile::TempDir;
 use weft_agents::transcript::{
     DEFAULT_ANSWER_CHARS, Found, Locator, Query, Store, claude, codex, find,
 };
+use weft_testkit::samples::{agent_output, agent_output_file};
 
 const MARKER: &str = "WEFT_DONE_0123456789abcdef";
 const OTHER_MARKER: &str = "WEFT_DONE_fedcba9876543210";
@@ -18,12 +20,8 @@ const FINAL: &str = "All done: hello.txt has been written. WEFT_DONE_0123456789a
 const SESSION: &str = "652df806-db08-4cef-ab6f-8029a23637db";
 const THREAD: &str = "01a2296d-ffc6-7543-a3f9-8ae476b88e7c";
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/agent-output")
-}
-
 fn read(rel: &str) -> String {
-    let path = fixtures().join(rel);
+    let path = agent_output_file(rel);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -372,13 +370,14 @@ fn claude_sidechain_and_api_error_records_are_ignored() {
     let s = Fake::new();
     let cwd = s.cwd_str();
     // Sub-agent records holding the marker, appended to a transcript without it.
-    let sub = read("claude/public-spotter-cc2.1.39-subagent-agent-aac57f5.jsonl")
-        .replace("/home/USER/projects/spotter-worktrees/spotter-4te", &cwd)
+    let sub = read("claude/handwritten-subagent-agent-a3f9c21.jsonl")
+        .replace("/home/USER/projects/inkwell-worktrees/inkwell-7kq", &cwd)
         .replace(
-            "Perfect! I now have",
-            &format!("{MARKER} Perfect! I now have"),
+            "Great, that covers all three.",
+            &format!("{MARKER} Great, that covers all three."),
         );
     assert!(sub.contains(MARKER));
+    assert!(sub.lines().all(|l| l.contains(r#""isSidechain":true"#)));
     let mut text = s.claude_sample(&cwd, OTHER_MARKER);
     text.push_str(&sub);
     // And an API-error synthetic message holding it.
@@ -411,12 +410,12 @@ fn claude_api_error_transcripts_have_no_answer() {
         "claude/cc2.1.197-transcript-bad-model.jsonl",
         "claude/cc2.1.197-transcript-not-logged-in.jsonl",
     ] {
-        let scan = claude::scan_file(&fixtures().join(name), Some(MARKER)).expect("scan");
+        let scan = claude::scan_file(&agent_output_file(name), Some(MARKER)).expect("scan");
         assert_eq!(scan.final_answer, None, "{name}");
         assert!(!scan.marker_found);
     }
     let scan = claude::scan_file(
-        &fixtures().join("claude/cc2.1.197-transcript-tool-read-then-resumed.jsonl"),
+        &agent_output_file("claude/cc2.1.197-transcript-tool-read-then-resumed.jsonl"),
         Some("ORCH-DONE-MARKER-7f3a9c"),
     )
     .expect("scan");
@@ -429,15 +428,39 @@ fn claude_api_error_transcripts_have_no_answer() {
         scan.session_id.as_deref(),
         Some("11111111-2222-4333-8444-555555555555")
     );
-    // The real interactive transcripts parse; the last prompt was an interruption.
-    for name in [
-        "claude/public-spotter-cc2.1.38-transcript-short.jsonl",
-        "claude/public-spotter-cc2.1.38-transcript-tool-heavy.jsonl",
+    // Interactive transcripts (file-history snapshots, hook progress, thinking blocks, queue
+    // operations, local commands) parse; the last prompt was an interruption, so the
+    // answers before it are not the final answer.
+    let s = Fake::new();
+    for (name, output_tokens, answer_before_interruption) in [
+        (
+            "claude/handwritten-transcript-interactive-short.jsonl",
+            13,
+            "Let me run the suite with a timeout and look at the harness to see where it stops.",
+        ),
+        (
+            "claude/handwritten-transcript-interactive-tool-heavy.jsonl",
+            27 + 1 + 11 + 25 + 173,
+            "The server is starting in the background; let me check its log.",
+        ),
     ] {
-        let scan = claude::scan_file(&fixtures().join(name), None).expect("scan");
+        let scan = claude::scan_file(&agent_output_file(name), None).expect("scan");
         assert_eq!(scan.skipped_lines, 0, "{name}");
-        assert!(scan.output_tokens.is_some());
+        assert_eq!(scan.output_tokens, Some(output_tokens), "{name}");
         assert_eq!(scan.final_answer, None, "{name}");
+        // Up to its first interruption, the transcript's answer is the text before it.
+        let text = read(name);
+        let at = text
+            .find("[Request interrupted by user")
+            .expect("an interruption");
+        let start = text[..at].rfind('\n').expect("a record before it");
+        let path = s.put(&s.claude_folder(), "cut.jsonl", &text[..=start], secs(1));
+        let scan = claude::scan_file(&path, None).expect("scan");
+        assert_eq!(
+            scan.final_answer.as_deref(),
+            Some(answer_before_interruption),
+            "{name}"
+        );
     }
 }
 
@@ -1045,7 +1068,7 @@ fn codex_prompt_and_tool_output_are_not_evidence() {
 
 #[test]
 fn codex_real_rollouts_parse() {
-    let dir = fixtures().join("codex");
+    let dir = agent_output().join("codex");
     let scan = codex::scan_file(
         &dir.join("cx0.171.0-rollout-bad-model-01a2294c-e7f6-7fe3-afeb-4c244f9f5889.jsonl"),
         Some("ORCH-DONE-MARKER-7f3a9c"),
@@ -1074,25 +1097,58 @@ fn codex_real_rollouts_parse() {
         (scan.input_tokens, scan.output_tokens),
         (Some(2400), Some(40))
     );
-    let scan = codex::scan_file(
-        &dir.join("public-localpush-cx0.104-rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
-        None,
-    )
-    .expect("scan");
+
+    // A Codex Desktop rollout (0.104 shapes: reasoning with encrypted content, MCP and
+    // exec_command function calls and their outputs, commentary, then the final answer).
+    let desktop = "codex/handwritten-desktop-rollout-final-answer.jsonl";
+    let answer = "Drafted the 0.4.0 release notes in CHANGELOG.md (the scrollback fix from #41 \
+                  and the --port flag from #44) and bumped the version to 0.4.0. The test \
+                  suite passes.";
+    let scan = codex::scan_file(&agent_output_file(desktop), None).expect("scan");
+    assert_eq!(scan.final_answer.as_deref(), Some(answer));
+    assert_eq!(scan.skipped_lines, 0);
+    assert_eq!(
+        scan.session_id.as_deref(),
+        Some("019c8cd8-35c2-712e-869d-2a58387fca42")
+    );
+    assert_eq!(
+        scan.cwd.as_deref(),
+        Some(Path::new("/home/dev/projects/inkwell"))
+    );
+    assert_eq!(
+        (scan.input_tokens, scan.output_tokens),
+        (Some(225_410), Some(1036))
+    );
+    // The answer is the one `task_complete` reports.
+    let s = Fake::new();
+    let text = read(desktop);
+    let (head, complete) = text.trim_end().rsplit_once('\n').expect("lines");
+    assert!(complete.contains(r#""type":"task_complete""#));
+    let edited = format!(
+        "{head}\n{}\n",
+        complete.replace(answer, "Reported by task_complete.")
+    );
+    let path = s.put(&s.codex_day(), "edited.jsonl", &edited, secs(1));
+    let scan = codex::scan_file(&path, None).expect("scan");
     assert_eq!(
         scan.final_answer.as_deref(),
-        Some("[REDACTED_LAST_AGENT_MESSAGE len=647 sha=10502814]")
+        Some("Reported by task_complete.")
     );
-    assert_eq!(scan.skipped_lines, 0);
+
     // An unfinished turn (no task_complete): its last commentary.
     let scan = codex::scan_file(
-        &dir.join("public-localpush-cx0.104-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+        &agent_output_file("codex/handwritten-desktop-rollout-unfinished.jsonl"),
         None,
     )
     .expect("scan");
     assert_eq!(
         scan.final_answer.as_deref(),
-        Some("[REDACTED_TEXT len=124 sha=7a220b7e]")
+        Some("I'll run the resize test in a loop to catch the failure, then read the test.")
+    );
+    assert_eq!(scan.skipped_lines, 0);
+    assert_eq!(
+        (scan.input_tokens, scan.output_tokens),
+        (Some(34_470), Some(431))
     );
 }
 

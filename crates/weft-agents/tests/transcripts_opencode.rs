@@ -1,5 +1,5 @@
-//! OpenCode transcript reader against a real `opencode.db` rebuilt from the fixture dump
-//! (`shared/fixtures/agent-output/opencode/oc1.18.33-opencode-db-dump.sql`), the legacy
+//! OpenCode transcript reader against a real `opencode.db` rebuilt from the recorded dump
+//! (weft-testkit's `data/agent-output/opencode/oc1.18.33-opencode-db-dump.sql`), the legacy
 //! JSON storage tree of OpenCode 1.1.53, and mutated copies of both.
 
 use std::fs;
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use tempfile::TempDir;
 use weft_agents::transcript::{DEFAULT_ANSWER_CHARS, Found, Locator, Query, Store, opencode};
+use weft_testkit::samples::agent_output;
 
 const MARKER: &str = "ORCH-DONE-MARKER-7f3a9c";
 const FINAL: &str = "All done. ORCH-DONE-MARKER-7f3a9c";
@@ -26,7 +27,7 @@ const START: u64 = 1_795_989_340_000;
 const LEGACY_START: u64 = 1_795_989_484_000;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/agent-output/opencode")
+    agent_output().join("opencode")
 }
 
 fn dump() -> String {

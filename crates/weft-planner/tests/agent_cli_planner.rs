@@ -3,7 +3,7 @@
 //! real CLI had.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use weft_planner::provider::agent_cli::{AgentCliConfig, AgentCliKind, AgentCliPlanner};
@@ -13,9 +13,7 @@ const SYSTEM: &str = "You are weft's planner.\nAnswer with a plan as JSON.";
 const MESSAGE: &str = "Plan: add a --dry-run flag.";
 
 fn fixture(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/agent-output")
-        .join(relative)
+    weft_testkit::samples::agent_output_file(relative)
 }
 
 /// A stand-in CLI: turn `n` prints `out.n` on stdout and `err.n` on stderr, sources

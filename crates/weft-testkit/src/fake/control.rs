@@ -1,6 +1,6 @@
 //! Claude Code's stdio protocol (`--input-format stream-json` with
 //! `--permission-prompt-tool stdio`), in the shapes of the real recording
-//! `fixtures/agent-output/claude/cc2.1.197-stream-json-permission-prompt-tool-stdio.*`:
+//! `data/agent-output/claude/cc2.1.197-stream-json-permission-prompt-tool-stdio.*`:
 //!
 //! * stdin line 1, the prompt:
 //!   `{"type":"user","message":{"role":"user","content":"…"},"parent_tool_use_id":null,"session_id":""}`

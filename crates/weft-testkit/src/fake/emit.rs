@@ -1,6 +1,6 @@
 //! The fake agent's output, in each persona's stream format. The shapes (record types,
 //! field names, key order) are copied from the real samples in
-//! `fixtures/agent-output/{claude,codex,opencode}/`; the values are the fake agent's own.
+//! `data/agent-output/{claude,codex,opencode}/`; the values are the fake agent's own.
 
 use std::io::{self, Write};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

@@ -793,8 +793,8 @@ fn a_model_that_never_stops_calling_tools_is_ended_by_the_step_limit() {
 #[test]
 fn an_agent_cli_planner_that_is_not_logged_in_shows_its_own_error() {
     let weft = workspace();
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../../../shared/fixtures/agent-output/claude/cc2.1.197-stream-json-not-logged-in.jsonl",
+    let fixture = weft_testkit::samples::agent_output_file(
+        "claude/cc2.1.197-stream-json-not-logged-in.jsonl",
     );
     let bin = fake_claude(
         &weft,
