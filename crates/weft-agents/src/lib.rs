@@ -13,4 +13,4 @@ pub mod supervise;
 pub mod template;
 pub mod transcript;
 
-pub use event::{AgentEvent, StreamKind};
+pub use event::{AgentEvent, StreamKind, ToolOutcome};

@@ -27,7 +27,7 @@
 //!
 //! `args`, `env` and `root_env` values use the engine in [`crate::template`]: variables
 //! `{{prompt}}`, `{{prompt_file}}`, `{{model}}`, `{{effort}}`, `{{mode}}`, `{{cwd}}`,
-//! `{{session_id}}`, and in `args` whole-entry conditionals `{{if X}}`, `{{if !X}}`,
+//! `{{session_id}}`, `{{relay}}`, `{{resume}}`, `{{system}}`, and in `args` whole-entry conditionals `{{if X}}`, `{{if !X}}`,
 //! `{{if X=v}}`, `{{if X!=v}}` … `{{/if}}` (e.g. `{{if mode!=plan}}` for a flag every mode
 //! but plan gets). An argv entry that is exactly one unset variable is dropped. An env value
 //! that is exactly one unset variable is left out; a larger env value with an unset
@@ -68,6 +68,11 @@ pub const PROMPT_ENV: &str = "WEFT_PROMPT";
 
 /// The `modes` key used when a task names no mode.
 pub const DEFAULT_MODE: &str = "default";
+
+/// The `modes` key of a runner's read-only mode: every built-in agent has it (Claude
+/// Code's plan permission mode, Codex's read-only sandbox, OpenCode's plan agent), and the
+/// planner runs its turns in it.
+pub const PLAN_MODE: &str = "plan";
 
 /// Linux refuses any single argv or environment string longer than this (MAX_ARG_STRLEN,
 /// 32 pages, including the terminating NUL) with E2BIG.
@@ -251,6 +256,17 @@ pub struct LaunchVars {
     pub running_as_root: bool,
     /// weft can answer permission requests (the `relay` applies in a `relay_modes` mode).
     pub relay: bool,
+}
+
+/// What a launch that continues a conversation adds (the planner's turns): the CLI
+/// session to resume and the text for its system prompt. A task's attempt sets neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnVars {
+    /// `{{resume}}`: the CLI's own session id to continue.
+    pub resume: Option<String>,
+    /// `{{system}}`: instructions for the CLI's system prompt, when the manifest takes them
+    /// as an option ([`Manifest::takes_system`]).
+    pub system: Option<String>,
 }
 
 /// Everything the supervisor needs to start one runner process.
@@ -525,8 +541,26 @@ impl Manifest {
         &self.label
     }
 
+    /// Whether the CLI takes system-prompt text as an option (its template renders
+    /// `{{system}}`); otherwise a caller with instructions puts them in the first message
+    /// of a session.
+    pub fn takes_system(&self) -> bool {
+        self.args_template.renders(Var::System)
+            || self.env.iter().any(|e| e.template.renders(Var::System))
+    }
+
     /// Render everything needed to start this runner for one attempt.
     pub fn launch(&self, vars: &LaunchVars) -> Result<LaunchSpec, ManifestError> {
+        self.launch_turn(vars, &TurnVars::default())
+    }
+
+    /// [`Manifest::launch`] for a turn of a conversation: `turn` fills `{{resume}}` and
+    /// `{{system}}`.
+    pub fn launch_turn(
+        &self,
+        vars: &LaunchVars,
+        turn: &TurnVars,
+    ) -> Result<LaunchSpec, ManifestError> {
         let mode = self.resolve_mode(vars.mode.as_deref())?;
         let prompt_file = match self.prompt_via {
             PromptVia::File => Some(vars.prompt_file.clone().ok_or_else(|| {
@@ -548,7 +582,9 @@ impl Manifest {
             .set(Var::Effort, vars.effort.as_deref())
             .set(Var::Mode, mode)
             .set(Var::Cwd, Some(self.path_str("cwd", &vars.cwd)?))
-            .set(Var::SessionId, Some(vars.session_id.as_str()));
+            .set(Var::SessionId, Some(vars.session_id.as_str()))
+            .set(Var::Resume, turn.resume.as_deref())
+            .set(Var::System, turn.system.as_deref());
         if let Some(path) = &prompt_file {
             tv.set(Var::PromptFile, Some(self.path_str("prompt file", path)?));
         }

@@ -53,8 +53,8 @@
 //!
 //! # Memory
 //!
-//! Bounded whatever the child prints: the channel (32 chunks of ≤ 64 KiB), the tail
-//! (`tail_bytes`), the line buffers (4 KiB for plain text; 4 MiB for structured streams,
+//! Bounded whatever the child prints: the channel (32 chunks of ≤ 64 KiB), the tails
+//! (`tail_bytes`, and [`STDERR_TAIL_BYTES`] of stderr), the line buffers (4 KiB for plain text; 4 MiB for structured streams,
 //! beyond which a line is cut and not parsed), the masker's carry (shorter than the
 //! longest secret), permission denials (100), and live `Line` events (at most 1,000 a
 //! second; the rest are counted in a note). The log file stops at `log_cap_bytes`.
@@ -96,6 +96,8 @@ pub const DEFAULT_MARKER_GRACE: Duration = Duration::from_secs(15);
 pub const DEFAULT_LOG_CAP_BYTES: u64 = 64 * 1024 * 1024;
 /// Default size of the in-memory output tail.
 pub const DEFAULT_TAIL_BYTES: usize = 64 * 1024;
+/// Size of [`Outcome::stderr_tail`].
+pub const STDERR_TAIL_BYTES: usize = 16 * 1024;
 /// The longest text of one [`SupervisorEvent::Line`], note included.
 pub const LINE_EVENT_MAX: usize = 4096;
 /// Relayed permission requests decided at once; more are refused on the spot.
@@ -157,7 +159,7 @@ pub struct SuperviseOptions {
     /// group is killed (`Outcome::killed_after_marker`).
     pub marker_grace: Duration,
     /// Raw output, stdout and stderr interleaved in arrival order, masked; created with
-    /// its parents (truncated if it exists).
+    /// its parents (truncated if it exists). Empty: no log file ([`SuperviseOptions::unlogged`]).
     pub log_path: PathBuf,
     /// Past this, one note line is written and the rest is dropped (still read and scanned).
     pub log_cap_bytes: u64,
@@ -188,6 +190,13 @@ impl SuperviseOptions {
             secrets: Vec::new(),
             relay: None,
         }
+    }
+
+    /// [`SuperviseOptions::new`] without a log file, for a process whose consumer keeps its
+    /// own record (the planner's turns: the research log). Events, the tails and the
+    /// outcome are the same.
+    pub fn unlogged(timeout: Duration) -> Self {
+        Self::new(PathBuf::new(), timeout)
     }
 }
 
@@ -245,6 +254,9 @@ pub struct Outcome {
     pub marker: Option<&'static str>,
     /// The last `tail_bytes` of output (stdout and stderr interleaved), lossy UTF-8, masked.
     pub tail: String,
+    /// The last [`STDERR_TAIL_BYTES`] of stderr alone (lossy UTF-8, masked): what a CLI
+    /// said went wrong, without its stream around it. Empty under a pseudo-terminal.
+    pub stderr_tail: String,
     /// The structured stream's final answer.
     pub final_text: Option<String>,
     /// An error the structured stream reported (the final record's, else the last one).

@@ -5,8 +5,8 @@
 //!
 //! - **Variables** are written `{{name}}` and may stand alone (`"{{model}}"`) or sit inside a
 //!   larger entry (`"--model={{model}}"`). The names are fixed: `prompt`, `prompt_file`,
-//!   `model`, `effort`, `mode`, `cwd`, `session_id` ([`Var`]). Spaces inside the braces are
-//!   allowed (`{{ model }}`).
+//!   `model`, `effort`, `mode`, `cwd`, `session_id`, `relay`, `resume`, `system` ([`Var`]).
+//!   Spaces inside the braces are allowed (`{{ model }}`).
 //! - A variable is **set** when it has a non-empty value. Empty and absent are the same.
 //! - An entry that is **exactly one variable** and whose variable is unset is **dropped**
 //!   (no argv element at all, not an empty one). This makes optional positionals easy.
@@ -50,11 +50,17 @@ pub enum Var {
     /// Set (to `1`) when weft answers the agent's permission requests itself (the
     /// manifest's `relay`, in one of its `relay_modes`).
     Relay,
+    /// The CLI's own session to continue (the planner resumes its session each turn).
+    Resume,
+    /// Text for the CLI's system prompt (the planner's instructions). A manifest that
+    /// renders it takes it as an option on every launch; one that does not gets it inside
+    /// the first message of a session.
+    System,
 }
 
 impl Var {
     /// Every variable, in documentation order.
-    pub const ALL: [Var; 8] = [
+    pub const ALL: [Var; 10] = [
         Var::Prompt,
         Var::PromptFile,
         Var::Model,
@@ -63,6 +69,8 @@ impl Var {
         Var::Cwd,
         Var::SessionId,
         Var::Relay,
+        Var::Resume,
+        Var::System,
     ];
 
     /// The name used between the braces.
@@ -76,6 +84,8 @@ impl Var {
             Var::Cwd => "cwd",
             Var::SessionId => "session_id",
             Var::Relay => "relay",
+            Var::Resume => "resume",
+            Var::System => "system",
         }
     }
 
@@ -102,7 +112,7 @@ impl fmt::Display for Var {
 /// The values a template is rendered with. Empty values count as unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vars {
-    values: [Option<String>; 8],
+    values: [Option<String>; Var::ALL.len()],
 }
 
 impl Vars {

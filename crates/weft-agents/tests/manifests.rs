@@ -10,7 +10,7 @@ use fs_err as fs;
 use weft_agents::StreamKind;
 use weft_agents::manifest::{
     LaunchSpec, LaunchVars, Manifest, ManifestError, Origin, PROMPT_ENV, PromptVia, Registry,
-    builtin_names, builtin_source, user_runners_dir, workspace_runners_dir,
+    TurnVars, builtin_names, builtin_source, user_runners_dir, workspace_runners_dir,
 };
 use weft_agents::preflight::{self, Problem, ResolveError, resolve_program};
 use weft_agents::template::Var;
@@ -126,7 +126,16 @@ fn claude_plan_mode_and_claudes_own_default_mode() {
             ..vars()
         },
     );
-    assert_eq!(plan.args[6..], strings(&["--permission-mode", "plan"]));
+    // Plan mode is read-only: the edit tools are not even offered.
+    assert_eq!(
+        plan.args[6..],
+        strings(&[
+            "--permission-mode",
+            "plan",
+            "--disallowedTools",
+            "Edit,Write,MultiEdit,NotebookEdit"
+        ])
+    );
     let ask = launch(
         "claude-code",
         &LaunchVars {
@@ -396,12 +405,17 @@ fn documents(help: &str, flag: &str) -> bool {
     })
 }
 
-/// Every launch of a built-in that a task can ask for: each mode, with and without model
-/// and effort, as root or not.
+/// Every launch of a built-in that a task or the planner can ask for: each mode, with and
+/// without model and effort, as root or not, and as a planner turn that resumes a session
+/// with a system prompt.
 fn every_launch(name: &str) -> Vec<LaunchSpec> {
     let manifest = builtin(name);
     let mut modes: Vec<Option<String>> = vec![None];
     modes.extend(manifest.modes().map(|(id, _)| Some(id.to_owned())));
+    let turn = TurnVars {
+        resume: Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into()),
+        system: Some("You are weft's planner.".into()),
+    };
     let mut specs = Vec::new();
     for mode in modes {
         for base in [vars(), all_set()] {
@@ -412,10 +426,67 @@ fn every_launch(name: &str) -> Vec<LaunchSpec> {
                     ..base.clone()
                 };
                 specs.push(manifest.launch(&v).unwrap());
+                specs.push(manifest.launch_turn(&v, &turn).unwrap());
             }
         }
     }
     specs
+}
+
+#[test]
+fn the_planner_turns_of_each_agent_read_only_and_resumed() {
+    let turn = TurnVars {
+        resume: Some("S-1".into()),
+        system: Some("SYS".into()),
+    };
+    let plan = LaunchVars {
+        mode: Some(weft_agents::manifest::PLAN_MODE.into()),
+        session_id: String::new(),
+        ..vars()
+    };
+    let claude = builtin("claude-code");
+    assert!(claude.takes_system());
+    let spec = claude.launch_turn(&plan, &turn).unwrap();
+    assert_eq!(
+        spec.args,
+        strings(&[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--resume",
+            "S-1",
+            "--permission-mode",
+            "plan",
+            "--disallowedTools",
+            "Edit,Write,MultiEdit,NotebookEdit",
+            "--append-system-prompt",
+            "SYS",
+        ])
+    );
+    let codex = builtin("codex");
+    assert!(!codex.takes_system());
+    let spec = codex.launch_turn(&plan, &turn).unwrap();
+    assert_eq!(spec.args[3..5], strings(&["--sandbox", "read-only"]));
+    assert!(spec.args.ends_with(&strings(&["resume", "S-1", "-"])));
+    let opencode = builtin("opencode");
+    assert!(!opencode.takes_system());
+    let spec = opencode.launch_turn(&plan, &turn).unwrap();
+    assert_eq!(
+        spec.args,
+        strings(&[
+            "run",
+            "--format",
+            "json",
+            "--agent",
+            "plan",
+            "--session",
+            "S-1"
+        ])
+    );
+    // A task's launch sets neither.
+    let task = claude.launch(&vars()).unwrap();
+    assert!(!task.args.iter().any(|a| a == "--resume" || a == "SYS"));
 }
 
 fn flags(spec: &LaunchSpec) -> Vec<&str> {

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use weft_agents::evidence::{View, text_contains_marker};
-use weft_agents::stream::{self, MESSAGE_MAX, SUMMARY_MAX};
-use weft_agents::{AgentEvent, StreamKind};
+use weft_agents::stream::{self, MESSAGE_MAX, TOOL_SUMMARY_MAX};
+use weft_agents::{AgentEvent, StreamKind, ToolOutcome};
 use weft_testkit::samples::{agent_output, agent_output_file};
 
 const ORCH_MARKER: &str = "ORCH-DONE-MARKER-7f3a9c";
@@ -63,13 +63,16 @@ impl Summary {
         for event in events {
             match event.clone() {
                 AgentEvent::Session { id } => s.sessions.push(id),
-                AgentEvent::AssistantText { text } => s.texts.push(text),
-                AgentEvent::ToolUse { name, summary } => s.tools.push((name, summary)),
-                AgentEvent::PermissionDenied { tool, detail } => s.denials.push((tool, detail)),
+                AgentEvent::AssistantText { text, .. } => s.texts.push(text),
+                AgentEvent::ToolUse { name, summary, .. } => s.tools.push((name, summary)),
+                AgentEvent::PermissionDenied { tool, detail, .. } => {
+                    s.denials.push((tool, detail));
+                }
                 AgentEvent::Usage {
                     input_tokens,
                     output_tokens,
                     cost_usd,
+                    ..
                 } => s.usages.push((input_tokens, output_tokens, cost_usd)),
                 AgentEvent::Final {
                     text,
@@ -77,6 +80,10 @@ impl Summary {
                     detail,
                 } => s.finals.push((text, is_error, detail)),
                 AgentEvent::Error { message } => s.errors.push(message),
+                AgentEvent::ToolResult { .. }
+                | AgentEvent::Reasoning { .. }
+                | AgentEvent::PlanText { .. }
+                | AgentEvent::Truncated => {}
             }
         }
         s
@@ -115,7 +122,7 @@ fn parse(kind: StreamKind, rel: &str) -> Summary {
     }
     for (name, s) in &summary.tools {
         assert!(
-            s.chars().count() <= SUMMARY_MAX,
+            s.chars().count() <= TOOL_SUMMARY_MAX,
             "{rel}: {name} summary too long"
         );
     }
@@ -341,13 +348,13 @@ fn claude_synthetic_api_errors_are_errors_not_text() {
             "cc2.1.197-stream-json-bad-model-404.jsonl",
             "b01dc32b-ca44-4d83-bcba-e899f2a079bd",
             "model_not_found: There's an issue with the selected model",
-            "api_error_status 404",
+            "(HTTP 404)",
         ),
         (
             "cc2.1.197-stream-json-invalid-api-key-401.jsonl",
             "5d04b993-8198-4b72-aa2c-e2ad999eae1f",
             "authentication_failed: Invalid API key",
-            "api_error_status 401",
+            "(HTTP 401)",
         ),
         (
             "cc2.1.197-stream-json-not-logged-in.jsonl",
@@ -359,7 +366,7 @@ fn claude_synthetic_api_errors_are_errors_not_text() {
             "failure-401.stdout.jsonl",
             "9dfa98b1-f3f7-4b9e-b830-efd785f63556",
             "authentication_failed: Invalid API key",
-            "api_error_status 401",
+            "(HTTP 401)",
         ),
     ];
     for (file, session, error, detail_part) in cases {
@@ -384,7 +391,7 @@ fn claude_retries_then_failure() {
     assert_eq!(s.errors[9], "API retry 10/10: server_error (HTTP 500)");
     assert!(s.errors[10].starts_with("server_error: API Error: 500"));
     let (_, detail) = err_final(&s);
-    assert!(detail.contains("api_error_status 500"));
+    assert!(detail.contains("(HTTP 500)"));
 
     let s = claude("failure-refused.stdout.jsonl");
     assert_eq!(s.session(), "a636cba7-46ff-44f1-8ce0-8337b65ed34b");
@@ -497,8 +504,16 @@ fn claude_sub_agent_and_synthetic_lines() {
     let sub = r#"{"type":"assistant","message":{"model":"m","content":[{"type":"text","text":"sub-agent WEFT_DONE_0123456789abcdef"},{"type":"tool_use","name":"Read","input":{}}]},"parent_tool_use_id":"toolu_1","session_id":"s1"}"#;
     assert_eq!(
         parser.line(sub),
-        [AgentEvent::Session { id: "s1".into() }],
-        "sub-agent traffic is not the agent's answer"
+        [
+            AgentEvent::Session { id: "s1".into() },
+            AgentEvent::ToolUse {
+                id: None,
+                name: "Read".into(),
+                summary: "{}".into(),
+                subagent: true,
+            }
+        ],
+        "sub-agent traffic is not the agent's answer; its tool calls are marked as its own"
     );
     let api_error = r#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"claude","content":[{"type":"text","text":"Overloaded"}]},"session_id":"s1"}"#;
     assert_eq!(
@@ -508,7 +523,13 @@ fn claude_sub_agent_and_synthetic_lines() {
         }]
     );
     let thinking = r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"WEFT_DONE_0123456789abcdef"}]}}"#;
-    assert!(parser.line(thinking).is_empty());
+    assert_eq!(
+        parser.line(thinking),
+        [AgentEvent::Reasoning {
+            text: "WEFT_DONE_0123456789abcdef".into()
+        }],
+        "reasoning is not assistant text"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -555,7 +576,7 @@ fn codex_write_file_success_has_the_marker() {
                 "add /tmp/weft-sample/wd-codex/hello.txt".to_owned()
             ),
             (
-                "command".to_owned(),
+                "command_execution".to_owned(),
                 "/bin/bash -lc 'cat hello.txt && ls'".to_owned()
             ),
         ]
@@ -657,16 +678,26 @@ fn codex_declined_commands_are_denials() {
     assert_eq!(
         parser.line(started),
         [AgentEvent::ToolUse {
-            name: "command".into(),
-            summary: "rm -rf /".into()
+            id: Some("item_3".into()),
+            name: "command_execution".into(),
+            summary: "rm -rf /".into(),
+            subagent: false,
         }]
     );
     assert_eq!(
         parser.line(declined),
-        [AgentEvent::PermissionDenied {
-            tool: "command".into(),
-            detail: "rm -rf /".into()
-        }]
+        [
+            AgentEvent::ToolResult {
+                id: Some("item_3".into()),
+                outcome: ToolOutcome::Denied,
+                detail: "declined by Codex's approval policy".into(),
+            },
+            AgentEvent::PermissionDenied {
+                id: Some("item_3".into()),
+                tool: "command_execution".into(),
+                detail: "rm -rf /".into()
+            }
+        ]
     );
     // Completed without a start: the tool use, then the refusal.
     let lone = r#"{"type":"item.completed","item":{"id":"item_9","type":"mcp_tool_call","server":"fs","tool":"write","arguments":{"path":"/etc/x"},"status":"declined"}}"#;
@@ -674,10 +705,18 @@ fn codex_declined_commands_are_denials() {
         parser.line(lone),
         [
             AgentEvent::ToolUse {
+                id: Some("item_9".into()),
                 name: "fs.write".into(),
-                summary: "/etc/x".into()
+                summary: "/etc/x".into(),
+                subagent: false,
+            },
+            AgentEvent::ToolResult {
+                id: Some("item_9".into()),
+                outcome: ToolOutcome::Denied,
+                detail: "declined by Codex's approval policy".into(),
             },
             AgentEvent::PermissionDenied {
+                id: Some("item_9".into()),
                 tool: "fs.write".into(),
                 detail: "/etc/x".into()
             }
@@ -685,7 +724,12 @@ fn codex_declined_commands_are_denials() {
     );
     // Reasoning is not assistant text.
     let reasoning = r#"{"type":"item.completed","item":{"id":"item_4","type":"reasoning","text":"WEFT_DONE_0123456789abcdef"}}"#;
-    assert!(parser.line(reasoning).is_empty());
+    assert_eq!(
+        parser.line(reasoning),
+        [AgentEvent::Reasoning {
+            text: "WEFT_DONE_0123456789abcdef".into()
+        }]
+    );
     // The turn's final text is its last agent message.
     parser.line(r#"{"type":"turn.started"}"#);
     parser.line(
@@ -848,7 +892,7 @@ fn opencode_error_events() {
         (
             "oc1.18.33-run-format-json-unknown-model.jsonl",
             "ses_dd6b151f8ffe0FrNtC5eAkASpn",
-            "UnknownError: Unexpected server error. Check server logs for details.",
+            "UnknownError: Unexpected server error. Check server logs for details. (ref err_ab215d6e)",
         ),
         (
             "failure-401.stdout.jsonl",
@@ -907,7 +951,9 @@ fn opencode_final_uses_the_stop_message_and_late_errors() {
         [AgentEvent::Usage {
             input_tokens: Some(10),
             output_tokens: Some(2),
-            cost_usd: Some(1.0)
+            cost_usd: Some(1.0),
+            cache_tokens: None,
+            reasoning_tokens: None,
         }]
     );
     assert_eq!(
@@ -938,7 +984,7 @@ fn opencode_final_uses_the_stop_message_and_late_errors() {
     let denied = r#"{"type":"tool_use","sessionID":"s","part":{"type":"tool","tool":"bash","state":{"status":"error","input":{"command":"rm x"},"error":"The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules"}}}"#;
     let events = parser.line(denied);
     assert!(
-        matches!(&events[..], [AgentEvent::Session { .. }, AgentEvent::ToolUse { .. }, AgentEvent::PermissionDenied { tool, .. }] if tool == "bash")
+        matches!(&events[..], [AgentEvent::Session { .. }, AgentEvent::ToolUse { .. }, AgentEvent::ToolResult { outcome: ToolOutcome::Denied, .. }, AgentEvent::PermissionDenied { tool, .. }] if tool == "bash")
     );
     let synthetic = r#"{"type":"text","sessionID":"s","part":{"type":"text","synthetic":true,"text":"WEFT_DONE_0123456789abcdef"}}"#;
     assert!(parser.line(synthetic).is_empty());
@@ -957,13 +1003,16 @@ fn plain_lines_are_assistant_text() {
         events,
         [
             AgentEvent::AssistantText {
-                text: "hello".into()
+                text: "hello".into(),
+                message: None,
             },
             AgentEvent::AssistantText {
-                text: "WEFT_DONE_x".into()
+                text: "WEFT_DONE_x".into(),
+                message: None,
             },
             AgentEvent::AssistantText {
-                text: "\x1b[1mbold\x1b[0m".into()
+                text: "\x1b[1mbold\x1b[0m".into(),
+                message: None,
             },
         ]
     );
@@ -1059,14 +1108,14 @@ fn huge_lines_are_bounded_where_it_matters() {
     let events = stream::parser(StreamKind::ClaudeStreamJson).line(&line);
     assert_eq!(events.len(), 3);
     match &events[0] {
-        AgentEvent::AssistantText { text } => assert_eq!(text.len(), huge.len()),
+        AgentEvent::AssistantText { text, .. } => assert_eq!(text.len(), huge.len()),
         other => panic!("{other:?}"),
     }
     for event in &events[1..] {
         match event {
-            AgentEvent::ToolUse { name, summary } => {
+            AgentEvent::ToolUse { name, summary, .. } => {
                 assert!(name.chars().count() <= stream::NAME_MAX);
-                assert!(summary.chars().count() <= SUMMARY_MAX);
+                assert!(summary.chars().count() <= TOOL_SUMMARY_MAX);
             }
             other => panic!("{other:?}"),
         }
@@ -1144,6 +1193,7 @@ fn unknown_and_mistyped_lines_yield_nothing() {
         events,
         [
             AgentEvent::PermissionDenied {
+                id: None,
                 tool: "tool".into(),
                 detail: String::new()
             },
@@ -1187,7 +1237,7 @@ proptest! {
         let text = String::from_utf8_lossy(&bytes);
         for event in parse_text(kind, &text) {
             if let AgentEvent::ToolUse { summary, .. } = event {
-                prop_assert!(summary.chars().count() <= SUMMARY_MAX);
+                prop_assert!(summary.chars().count() <= TOOL_SUMMARY_MAX);
             }
         }
     }
@@ -1214,7 +1264,7 @@ fn marker_only_in_assistant_text_across_clis() {
         let mut with_marker = 0;
         for event in &events {
             let text = match event {
-                AgentEvent::AssistantText { text } => Some(text.as_str()),
+                AgentEvent::AssistantText { text, .. } => Some(text.as_str()),
                 AgentEvent::Final { text, .. } => text.as_deref(),
                 AgentEvent::ToolUse { summary, .. } => {
                     assert!(text_contains_marker(summary, WEFT_MARKER).is_none());
@@ -1231,7 +1281,146 @@ fn marker_only_in_assistant_text_across_clis() {
             "{rel}: the last message and the final record"
         );
         assert!(!events.iter().any(
-            |e| matches!(e, AgentEvent::AssistantText { text } if text.contains(ORCH_MARKER))
+            |e| matches!(e, AgentEvent::AssistantText { text, .. } if text.contains(ORCH_MARKER))
         ));
     }
+}
+
+/// `(id, name)` of every call and `(id, outcome, detail)` of every result, in order.
+type Calls = (
+    Vec<(Option<String>, String)>,
+    Vec<(Option<String>, ToolOutcome, String)>,
+);
+
+fn calls(kind: StreamKind, rel: &str) -> Calls {
+    let mut out = Calls::default();
+    for event in parse_text(kind, &read(rel)) {
+        match event {
+            AgentEvent::ToolUse { id, name, .. } => out.0.push((id, name)),
+            AgentEvent::ToolResult {
+                id,
+                outcome,
+                detail,
+            } => out.1.push((id, outcome, detail)),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_cli_pairs_each_tool_call_with_how_it_ended() {
+    // Claude: `tool_use` ids, answered by `tool_result` blocks.
+    let (uses, results) = calls(
+        StreamKind::ClaudeStreamJson,
+        "claude/cc2.1.197-stream-json-tool-read-success.jsonl",
+    );
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].1, "Read");
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        (&results[0].0, results[0].1),
+        (&uses[0].0, ToolOutcome::Success)
+    );
+    assert!(results[0].2.contains("hello from the fixture file"));
+    let (_, results) = calls(
+        StreamKind::ClaudeStreamJson,
+        "claude/cc2.1.197-stream-json-permission-required-denied.jsonl",
+    );
+    assert_eq!(results[0].1, ToolOutcome::Denied, "{results:?}");
+    assert_eq!(results[0].2, "This command requires approval");
+    // Codex: item ids, finished on completion, with the command's output.
+    let (uses, results) = calls(
+        StreamKind::CodexJson,
+        "codex/cx0.171.0-exec-json-write-file-success.jsonl",
+    );
+    assert_eq!(
+        uses.len(),
+        2,
+        "started and completed items are one call each"
+    );
+    let outcomes: Vec<_> = results.iter().map(|r| (r.0.clone(), r.1)).collect();
+    assert_eq!(
+        outcomes,
+        uses.iter()
+            .map(|u| (u.0.clone(), ToolOutcome::Success))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(results[1].2, "hi\nhello.txt\n");
+    // OpenCode: one finished part per call, by `callID`.
+    let (uses, results) = calls(
+        StreamKind::OpencodeJson,
+        "opencode/oc1.18.33-run-format-json-tool-read-success.jsonl",
+    );
+    assert_eq!(uses.len(), 1);
+    assert_eq!(uses[0].1, "read");
+    assert_eq!(results[0].0, uses[0].0);
+    assert!(uses[0].0.is_some());
+    assert!(results[0].2.contains("hello from the fixture file"));
+}
+
+#[test]
+fn failed_and_sandboxed_codex_commands_end_with_their_exit_code() {
+    let mut parser = stream::parser(StreamKind::CodexJson);
+    let cmd = |id: &str, exit: i64, out: &str| {
+        format!(
+            r#"{{"type":"item.completed","item":{{"id":"{id}","type":"command_execution","command":"x","aggregated_output":"{out}","exit_code":{exit},"status":"failed"}}}}"#
+        )
+    };
+    let result = |line: &str, parser: &mut Box<dyn stream::StreamParser>| {
+        parser.line(line).into_iter().find_map(|e| match e {
+            AgentEvent::ToolResult {
+                outcome, detail, ..
+            } => Some((outcome, detail)),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        result(&cmd("i1", 2, "ls: cannot access 'nope'"), &mut parser),
+        Some((
+            ToolOutcome::Failure,
+            "ls: cannot access 'nope'\nexit code 2".to_owned()
+        ))
+    );
+    let sandboxed = cmd("i2", 1, "touch: cannot touch 'f': Read-only file system");
+    assert_eq!(
+        result(&sandboxed, &mut parser).map(|r| r.0),
+        Some(ToolOutcome::Refused)
+    );
+}
+
+#[test]
+fn claude_reports_plans_truncation_and_cached_input() {
+    let mut parser = stream::parser(StreamKind::ClaudeStreamJson);
+    let plan = r#"{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m1","stop_reason":"max_tokens","content":[{"type":"tool_use","id":"t1","name":"ExitPlanMode","input":{"plan":"PLAN BODY"}}]}}"#;
+    assert_eq!(
+        parser.line(plan),
+        [
+            AgentEvent::Truncated,
+            AgentEvent::ToolUse {
+                id: Some("t1".into()),
+                name: "ExitPlanMode".into(),
+                summary: "plan".into(),
+                subagent: false,
+            },
+            AgentEvent::PlanText {
+                text: "PLAN BODY".into(),
+                message: Some("m1".into()),
+            }
+        ]
+    );
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":5,"output_tokens":3},"permission_denials":[{"tool_name":"ExitPlanMode","tool_use_id":"t1","tool_input":{}}]}"#;
+    let events = parser.line(result);
+    assert!(events.contains(&AgentEvent::Usage {
+        input_tokens: Some(10),
+        output_tokens: Some(3),
+        cost_usd: None,
+        cache_tokens: Some(7),
+        reasoning_tokens: None,
+    }));
+    assert!(events.contains(&AgentEvent::PermissionDenied {
+        id: Some("t1".into()),
+        tool: "ExitPlanMode".into(),
+        detail: "{}".into(),
+    }));
 }

@@ -508,7 +508,7 @@ fn structured_stream_marker_only_in_tool_output_is_not_seen() {
     assert_eq!(outcome.stream_error, None);
     assert!(events.iter().any(|e| matches!(
         e,
-        SupervisorEvent::Agent(AgentEvent::AssistantText { text }) if text == "I will use a tool first."
+        SupervisorEvent::Agent(AgentEvent::AssistantText { text, .. }) if text == "I will use a tool first."
     )));
 }
 
@@ -664,4 +664,19 @@ fn a_relayed_launch_sends_the_prompt_as_a_message_and_refuses_a_flood_of_request
             "{answer}"
         );
     }
+}
+
+#[test]
+fn an_unlogged_process_keeps_no_file_and_its_stderr_tail_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "echo out-1; echo err-1 >&2; echo out-2; printf 'err-2\\n' >&2";
+    let mut options = SuperviseOptions::unlogged(Duration::from_secs(10));
+    options.kill_grace = Duration::from_millis(500);
+    let (outcome, events) = run(&sh(dir.path(), script), options);
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(outcome.stderr_tail, "err-1\nerr-2\n");
+    assert!(outcome.tail.contains("out-2"), "{}", outcome.tail);
+    assert!(lines(&events).contains(&(OutputStream::Stdout, "out-1".to_owned())));
+    // Nothing was written anywhere.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

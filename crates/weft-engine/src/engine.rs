@@ -1009,18 +1009,33 @@ fn handle(
                 }
                 SupervisorEvent::Agent(agent) => match agent {
                     AgentEvent::Session { id } => running.agent_session = Some(id),
-                    AgentEvent::AssistantText { text } => {
+                    AgentEvent::AssistantText { text, .. } => {
                         push_bounded(&mut running.assistant_tail, &text, ASSISTANT_TAIL_BYTES);
                         on_event(EngineEvent::TaskActivity {
                             task,
                             text: tail_chars(text.lines().last().unwrap_or(""), 200),
                         });
                     }
-                    AgentEvent::ToolUse { name, summary } => on_event(EngineEvent::TaskActivity {
+                    AgentEvent::ToolUse {
+                        name,
+                        summary,
+                        subagent: false,
+                        ..
+                    } => on_event(EngineEvent::TaskActivity {
                         task,
-                        text: tail_chars(&format!("{name}: {summary}"), 200),
+                        // Shown as before the planner's longer summaries: cut at 200.
+                        text: tail_chars(
+                            &format!(
+                                "{name}: {}",
+                                weft_agents::stream::one_line(
+                                    &summary,
+                                    weft_agents::stream::SUMMARY_MAX
+                                )
+                            ),
+                            200,
+                        ),
                     }),
-                    AgentEvent::PermissionDenied { tool, detail }
+                    AgentEvent::PermissionDenied { tool, detail, .. }
                         if running.denials.len() < 100 =>
                     {
                         running.denials.push(Denial { tool, detail });

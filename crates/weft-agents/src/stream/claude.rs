@@ -4,27 +4,45 @@
 //! | --- | --- |
 //! | first line carrying `session_id` (normally `system/init`) | `Session` |
 //! | `system/api_retry` | `Error` ("API retry n/m: ...") |
-//! | `assistant`, `text` block | `AssistantText` |
-//! | `assistant`, `tool_use` / `server_tool_use` / `mcp_tool_use` block | `ToolUse` |
-//! | `assistant` made by the CLI itself (`message.model == "<synthetic>"` or a top-level `error`) | `Error`, never `AssistantText` |
-//! | `assistant` with a non-null `parent_tool_use_id` (sub-agent traffic) | nothing |
-//! | `user` (tool results, synthetic nudges), `stream_event`, `control_request`, other `system` | nothing |
-//! | `result` | one `PermissionDenied` per `permission_denials` entry, then `Usage`, then `Final` |
+//! | `assistant`, `text` block | `AssistantText` (`message`: `message.id`) |
+//! | `assistant`, `thinking` block | `Reasoning` |
+//! | `assistant`, `tool_use` / `server_tool_use` / `mcp_tool_use` block | `ToolUse` (by `id`; `ExitPlanMode`'s summary is `plan`), and for `ExitPlanMode` its `plan` as `PlanText` |
+//! | `assistant`, `*_tool_result` block (server tools answer inside the message) | `ToolResult` (an error `content.type` is a Failure) |
+//! | `assistant` with `stop_reason: "max_tokens"` | `Truncated` |
+//! | `assistant` made by the CLI itself (`message.model == "<synthetic>"`, `isApiErrorMessage`, or a top-level `error`) | `Error`, never `AssistantText` |
+//! | `assistant` with a non-null `parent_tool_use_id` (sub-agent traffic) | only its tool calls: `ToolUse{subagent: true}`, `ToolResult` |
+//! | `user`, `tool_result` block (the agent's and its sub-agents') | `ToolResult`: `is_error` is a Failure, or Denied when the text is a permission refusal |
+//! | `stream_event`, `control_request`, other `system`, other `user` content | nothing |
+//! | `result` | `Truncated` on `max_tokens`, one `PermissionDenied` (with `tool_use_id`) per `permission_denials` entry, then `Usage`, then `Final` |
 //!
 //! `Final::is_error` is the CLI's `is_error` (absent: `subtype != "success"`); `Final::text`
 //! is `result` (absent for the `error_*` subtypes); `Final::detail`, only when failed, joins
-//! the non-`success` subtype, `errors[]`, the result text and `api_error_status`. Usage
-//! figures are the run totals of the `result` line (`usage.input_tokens` excludes cache
-//! reads and writes) and `total_cost_usd`. A stream without a `result` line (hang, kill)
+//! the non-`success` subtype, `errors[]` and the result text, then `(HTTP n)` for an
+//! `api_error_status`. Usage figures are the run totals of the `result` line:
+//! `usage.input_tokens` (which excludes the cache), the cache reads and writes as
+//! `cache_tokens`, and `total_cost_usd`. A stream without a `result` line (hang, kill)
 //! produces no `Final`.
 
 use serde_json::{Map, Value};
 
 use super::{
-    ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, json_object, one_line, str_field,
-    summarize_input,
+    ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, content_text, json_object, mentions,
+    one_line, str_field, summarize_input, tool_summary,
 };
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, ToolOutcome};
+
+/// How Claude Code words a refused tool call (headless `default` mode, the working
+/// directory guard, an interactive no, older "not granted" texts). A call listed in
+/// `result.permission_denials` is refused whatever its text.
+const REFUSALS: &[&str] = &[
+    "requires approval",
+    "haven't granted it yet",
+    "was blocked. for security",
+    "tool use was rejected",
+    "doesn't want to proceed",
+    "permission to use",
+    "denied by",
+];
 
 /// Parser state for Claude Code's stream-json.
 #[derive(Debug, Default)]
@@ -49,6 +67,7 @@ impl StreamParser for ClaudeParser {
         match str_field(&obj, "type") {
             Some("system") => system(&obj, &mut events),
             Some("assistant") => assistant(&obj, &mut events),
+            Some("user") => user(&obj, &mut events),
             Some("result") => result(&obj, &mut events),
             _ => {}
         }
@@ -82,10 +101,8 @@ fn system(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
 }
 
 fn assistant(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
-    // Sub-agent (Task) traffic: not the agent's own answer.
-    if obj.get("parent_tool_use_id").is_some_and(|v| !v.is_null()) {
-        return;
-    }
+    // Sub-agent (Task) traffic: its tool calls are reported, its words are not the answer.
+    let subagent = obj.get("parent_tool_use_id").is_some_and(|v| !v.is_null());
     let Some(message) = obj.get("message").and_then(Value::as_object) else {
         return;
     };
@@ -96,56 +113,150 @@ fn assistant(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
 
     let synthetic = str_field(message, "model") == Some("<synthetic>");
     let error_code = str_field(obj, "error");
-    if synthetic || error_code.is_some() || obj.get("isApiErrorMessage") == Some(&Value::Bool(true))
-    {
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect();
-        let mut message = String::new();
-        if let Some(code) = error_code {
-            message.push_str(code);
+    let api_error = obj.get("isApiErrorMessage") == Some(&Value::Bool(true));
+    if synthetic || error_code.is_some() || api_error {
+        if !subagent {
+            events.push(AgentEvent::Error {
+                message: synthetic_message(error_code, blocks),
+            });
         }
-        if !text.is_empty() {
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&text.join("\n"));
-        }
-        if message.is_empty() {
-            message.push_str("synthetic assistant message");
-        }
-        events.push(AgentEvent::Error {
-            message: bounded(&message, MESSAGE_MAX),
-        });
         return;
     }
+    if !subagent && str_field(message, "stop_reason") == Some("max_tokens") {
+        events.push(AgentEvent::Truncated);
+    }
 
+    let message_id = str_field(message, "id").map(|id| bounded(id, ID_MAX));
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
+            Some("text") if !subagent => {
                 if let Some(text) = block.get("text").and_then(Value::as_str)
                     && !text.is_empty()
                 {
                     events.push(AgentEvent::AssistantText {
+                        text: text.to_owned(),
+                        message: message_id.clone(),
+                    });
+                }
+            }
+            Some("thinking") if !subagent => {
+                if let Some(text) = block.get("thinking").and_then(Value::as_str)
+                    && !text.is_empty()
+                {
+                    events.push(AgentEvent::Reasoning {
                         text: text.to_owned(),
                     });
                 }
             }
             Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                 let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let input = block.get("input");
+                let plan_tool = name == "ExitPlanMode";
                 events.push(AgentEvent::ToolUse {
+                    id: block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(|id| bounded(id, ID_MAX)),
                     name: one_line(name, NAME_MAX),
-                    summary: summarize_input(block.get("input")),
+                    summary: if plan_tool {
+                        "plan".to_owned()
+                    } else {
+                        tool_summary(input)
+                    },
+                    subagent,
                 });
+                // Plan mode may hand the answer over as the plan of ExitPlanMode.
+                if plan_tool
+                    && !subagent
+                    && let Some(plan) = input.and_then(|i| i.get("plan")).and_then(Value::as_str)
+                {
+                    events.push(AgentEvent::PlanText {
+                        text: plan.to_owned(),
+                        message: message_id.clone(),
+                    });
+                }
+            }
+            // Server tools (web search, fetch) answer inside the assistant message.
+            Some(kind) if kind.ends_with("_tool_result") => {
+                if let Some(id) = block.get("tool_use_id").and_then(Value::as_str) {
+                    let content = block.get("content");
+                    let failed = content
+                        .and_then(|c| c.get("type"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.contains("error"));
+                    events.push(AgentEvent::ToolResult {
+                        id: Some(bounded(id, ID_MAX)),
+                        outcome: if failed {
+                            ToolOutcome::Failure
+                        } else {
+                            ToolOutcome::Success
+                        },
+                        detail: content_text(content),
+                    });
+                }
             }
             _ => {}
         }
     }
 }
 
+/// `code: text` of a message the CLI made itself.
+fn synthetic_message(error_code: Option<&str>, blocks: &[Value]) -> String {
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let mut message = String::new();
+    if let Some(code) = error_code {
+        message.push_str(code);
+    }
+    if !text.is_empty() {
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text.join("\n"));
+    }
+    if message.is_empty() {
+        message.push_str("synthetic assistant message");
+    }
+    bounded(&message, MESSAGE_MAX)
+}
+
+/// Tool results, the agent's and its sub-agents'.
+fn user(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
+    let Some(blocks) = obj
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for block in blocks {
+        if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+            continue;
+        }
+        let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
+            continue;
+        };
+        let detail = content_text(block.get("content"));
+        let outcome = match block.get("is_error").and_then(Value::as_bool) {
+            Some(true) if mentions(&detail, REFUSALS) => ToolOutcome::Denied,
+            Some(true) => ToolOutcome::Failure,
+            _ => ToolOutcome::Success,
+        };
+        events.push(AgentEvent::ToolResult {
+            id: Some(bounded(id, ID_MAX)),
+            outcome,
+            detail,
+        });
+    }
+}
+
 fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
+    if str_field(obj, "stop_reason") == Some("max_tokens") {
+        events.push(AgentEvent::Truncated);
+    }
     if let Some(denials) = obj.get("permission_denials").and_then(Value::as_array) {
         for denial in denials {
             let tool = denial
@@ -153,6 +264,10 @@ fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
                 .and_then(Value::as_str)
                 .unwrap_or("tool");
             events.push(AgentEvent::PermissionDenied {
+                id: denial
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .map(|id| bounded(id, ID_MAX)),
                 tool: one_line(tool, NAME_MAX),
                 detail: summarize_input(denial.get("tool_input")),
             });
@@ -163,11 +278,20 @@ fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
     let tokens = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
     let cost = obj.get("total_cost_usd").and_then(Value::as_f64);
     let (input_tokens, output_tokens) = (tokens("input_tokens"), tokens("output_tokens"));
+    let cache_tokens = match (
+        tokens("cache_creation_input_tokens"),
+        tokens("cache_read_input_tokens"),
+    ) {
+        (None, None) => None,
+        (write, read) => Some(write.unwrap_or(0).saturating_add(read.unwrap_or(0))),
+    };
     if input_tokens.is_some() || output_tokens.is_some() || cost.is_some() {
         events.push(AgentEvent::Usage {
             input_tokens,
             output_tokens,
             cost_usd: cost,
+            cache_tokens,
+            reasoning_tokens: None,
         });
     }
 
@@ -190,13 +314,14 @@ fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
         {
             parts.push(text.clone());
         }
-        if let Some(status) = obj.get("api_error_status").and_then(Value::as_u64) {
-            parts.push(format!("api_error_status {status}"));
-        }
         if parts.is_empty() {
             parts.push("is_error".to_owned());
         }
-        bounded(&parts.join("; "), MESSAGE_MAX)
+        let mut detail = parts.join("; ");
+        if let Some(status) = obj.get("api_error_status").and_then(Value::as_u64) {
+            detail.push_str(&format!(" (HTTP {status})"));
+        }
+        bounded(&detail, MESSAGE_MAX)
     });
     events.push(AgentEvent::Final {
         text,

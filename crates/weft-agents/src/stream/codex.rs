@@ -3,16 +3,18 @@
 //! | line | events |
 //! | --- | --- |
 //! | `thread.started` | `Session{thread_id}` |
-//! | `item.completed` `agent_message` | `AssistantText` (remembered as the turn's last message) |
-//! | `item.started` of a tool item (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`, `collab_tool_call`, `todo_list`, unknown types) | `ToolUse` |
+//! | `item.completed` `agent_message` | `AssistantText` (`message`: the item id; remembered as the turn's last message) |
+//! | `item.completed` `reasoning` | `Reasoning` |
+//! | `item.started` of a tool item (`command_execution`, `file_change`, `mcp_tool_call`, `web_search`, `collab_tool_call`, `todo_list`, unknown types) | `ToolUse` (by item id; named by its type, `server.tool` for MCP) |
 //! | `item.completed` of a tool item never seen started | `ToolUse` |
+//! | any tool item completed | `ToolResult`: `declined` is Denied; a failed command (status `failed` or a non-zero `exit_code`, its output and exit code the detail) is a Failure, or Refused when the read-only sandbox stopped it; an `error` is a Failure |
 //! | any tool item completed with `status: "declined"` | `PermissionDenied` |
 //! | `item.completed` `error` (non-fatal warning) | `Error` |
 //! | `error` (stream level, e.g. "Reconnecting... 2/5") | `Error` |
 //! | `turn.completed` | `Usage` then `Final{is_error: false, text: last agent message of the turn}` |
 //! | `turn.failed` | `Final{is_error: true, detail: error.message}` |
 //! | `turn.started` | nothing (forgets the previous turn's last message) |
-//! | `reasoning` items, `item.updated`, anything else | nothing |
+//! | `item.updated`, anything else | nothing |
 //!
 //! Usage is what `turn.completed` reports: `input_tokens` (includes cached input, as in the
 //! OpenAI API) and `output_tokens`; Codex reports no cost. On `codex exec resume` the
@@ -24,10 +26,15 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::{
-    ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, compact_json, json_object, one_line,
-    str_field, summarize_input,
+    DETAIL_MAX, ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, compact_json, content_text,
+    json_object, mentions, one_line, str_field, tool_summary,
 };
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, ToolOutcome};
+
+/// Output of a command the read-only sandbox stopped (bubblewrap mounts the tree
+/// read-only; Landlock answers EPERM): the envelope refused it, the command did not fail
+/// on its own.
+const SANDBOX_REFUSALS: &[&str] = &["read-only file system", "operation not permitted"];
 
 /// Items started but not yet completed are remembered to avoid a second `ToolUse` on
 /// completion; past this many the memory is dropped (a duplicate `ToolUse` is harmless).
@@ -59,12 +66,18 @@ impl StreamParser for CodexParser {
                 if let Some(item) = obj.get("item").and_then(Value::as_object)
                     && let Some((name, summary)) = tool_use(item)
                 {
-                    if let Some(id) = str_field(item, "id")
+                    let id = str_field(item, "id").map(|id| bounded(id, ID_MAX));
+                    if let Some(id) = &id
                         && self.open_items.len() < MAX_OPEN_ITEMS
                     {
-                        self.open_items.insert(bounded(id, ID_MAX));
+                        self.open_items.insert(id.clone());
                     }
-                    events.push(AgentEvent::ToolUse { name, summary });
+                    events.push(AgentEvent::ToolUse {
+                        id,
+                        name,
+                        summary,
+                        subagent: false,
+                    });
                 }
             }
             Some("item.completed") => {
@@ -82,6 +95,8 @@ impl StreamParser for CodexParser {
                         input_tokens,
                         output_tokens,
                         cost_usd: None,
+                        cache_tokens: None,
+                        reasoning_tokens: None,
                     });
                 }
                 events.push(AgentEvent::Final {
@@ -125,9 +140,17 @@ impl CodexParser {
                     if !text.is_empty() {
                         events.push(AgentEvent::AssistantText {
                             text: text.to_owned(),
+                            message: str_field(item, "id").map(|id| bounded(id, ID_MAX)),
                         });
                     }
                     self.last_message = Some(text.to_owned());
+                }
+            }
+            Some("reasoning") => {
+                if let Some(text) = str_field(item, "text").filter(|t| !t.is_empty()) {
+                    events.push(AgentEvent::Reasoning {
+                        text: text.to_owned(),
+                    });
                 }
             }
             Some("error") => {
@@ -140,21 +163,28 @@ impl CodexParser {
                 let Some((name, summary)) = tool_use(item) else {
                     return;
                 };
-                let started = str_field(item, "id").is_some_and(|id| self.open_items.remove(id));
-                let declined = str_field(item, "status") == Some("declined");
-                if declined {
-                    if !started {
-                        events.push(AgentEvent::ToolUse {
-                            name: name.clone(),
-                            summary: summary.clone(),
-                        });
-                    }
-                    events.push(AgentEvent::PermissionDenied {
-                        tool: name,
-                        detail: summary,
+                let id = str_field(item, "id").map(|id| bounded(id, ID_MAX));
+                let started = id.as_ref().is_some_and(|id| self.open_items.remove(id));
+                if !started {
+                    events.push(AgentEvent::ToolUse {
+                        id: id.clone(),
+                        name: name.clone(),
+                        summary: summary.clone(),
+                        subagent: false,
                     });
-                } else if !started {
-                    events.push(AgentEvent::ToolUse { name, summary });
+                }
+                let (outcome, detail) = tool_outcome(item);
+                events.push(AgentEvent::ToolResult {
+                    id: id.clone(),
+                    outcome,
+                    detail,
+                });
+                if str_field(item, "status") == Some("declined") {
+                    events.push(AgentEvent::PermissionDenied {
+                        id,
+                        tool: name,
+                        detail: one_line(&summary, super::SUMMARY_MAX),
+                    });
                 }
             }
         }
@@ -167,7 +197,7 @@ fn tool_use(item: &Map<String, Value>) -> Option<(String, String)> {
     let kind = str_field(item, "type")?;
     let (name, summary) = match kind {
         "agent_message" | "reasoning" | "error" | "user_message" => return None,
-        "command_execution" => ("command".to_owned(), summarize_input(item.get("command"))),
+        "command_execution" => (kind.to_owned(), tool_summary(item.get("command"))),
         "file_change" => {
             let changes: Vec<String> = item
                 .get("changes")
@@ -185,7 +215,7 @@ fn tool_use(item: &Map<String, Value>) -> Option<(String, String)> {
                 .unwrap_or_default();
             (
                 "file_change".to_owned(),
-                one_line(&changes.join(", "), super::SUMMARY_MAX),
+                one_line(&changes.join(", "), super::TOOL_SUMMARY_MAX),
             )
         }
         "mcp_tool_call" => {
@@ -193,10 +223,10 @@ fn tool_use(item: &Map<String, Value>) -> Option<(String, String)> {
             let tool = str_field(item, "tool").unwrap_or("tool");
             (
                 format!("{server}.{tool}"),
-                summarize_input(item.get("arguments")),
+                tool_summary(item.get("arguments")),
             )
         }
-        "web_search" => ("web_search".to_owned(), summarize_input(item.get("query"))),
+        "web_search" => ("web_search".to_owned(), tool_summary(item.get("query"))),
         "todo_list" => {
             let n = item
                 .get("items")
@@ -212,4 +242,57 @@ fn tool_use(item: &Map<String, Value>) -> Option<(String, String)> {
         }
     };
     Some((one_line(&name, NAME_MAX), summary))
+}
+
+/// How a completed tool item ended, and its result or error text.
+fn tool_outcome(item: &Map<String, Value>) -> (ToolOutcome, String) {
+    let status = str_field(item, "status").unwrap_or("");
+    let error = item
+        .get("error")
+        .and_then(|e| e.get("message").or(Some(e)))
+        .and_then(Value::as_str)
+        .map(|e| bounded(e, DETAIL_MAX));
+    if status == "declined" {
+        let why = error.unwrap_or_else(|| "declined by Codex's approval policy".to_owned());
+        return (ToolOutcome::Denied, why);
+    }
+    match str_field(item, "type").unwrap_or("") {
+        "command_execution" => {
+            let mut detail = str_field(item, "aggregated_output")
+                .unwrap_or("")
+                .to_owned();
+            let code = item.get("exit_code").and_then(Value::as_i64);
+            if status != "failed" && code.is_none_or(|c| c == 0) {
+                return (ToolOutcome::Success, bounded(&detail, DETAIL_MAX));
+            }
+            if let Some(code) = code {
+                if !detail.is_empty() && !detail.ends_with('\n') {
+                    detail.push('\n');
+                }
+                detail.push_str(&format!("exit code {code}"));
+            }
+            let outcome = if mentions(&detail, SANDBOX_REFUSALS) {
+                ToolOutcome::Refused
+            } else {
+                ToolOutcome::Failure
+            };
+            // The exit code is the end of the text: keep the end.
+            let skip = detail.chars().count().saturating_sub(DETAIL_MAX);
+            (outcome, detail.chars().skip(skip).collect())
+        }
+        "mcp_tool_call" => match error {
+            Some(error) => (ToolOutcome::Failure, error),
+            None if status == "failed" => (ToolOutcome::Failure, "failed".to_owned()),
+            None => {
+                let content = item.get("result").and_then(|r| r.get("content"));
+                (ToolOutcome::Success, content_text(content))
+            }
+        },
+        "file_change" if status != "failed" => (ToolOutcome::Success, bounded(status, MESSAGE_MAX)),
+        _ => match (status, error) {
+            (_, Some(error)) => (ToolOutcome::Failure, error),
+            ("failed", None) => (ToolOutcome::Failure, "failed".to_owned()),
+            _ => (ToolOutcome::Success, bounded(status, MESSAGE_MAX)),
+        },
+    }
 }

@@ -7,10 +7,14 @@
 //!   whitespace) is ignored. The caller decodes bytes lossily, so a line is always `&str`.
 //! - A line that is not a JSON object, an unknown `type`, a missing or mistyped field: no
 //!   event. Never an error, never a panic.
-//! - Every string an event keeps is bounded ([`SUMMARY_MAX`], [`NAME_MAX`], [`ID_MAX`],
-//!   [`MESSAGE_MAX`] characters), except the assistant's own words (`AssistantText::text`,
+//! - Every string an event keeps is bounded ([`SUMMARY_MAX`], [`TOOL_SUMMARY_MAX`],
+//!   [`DETAIL_MAX`], [`NAME_MAX`], [`ID_MAX`], [`MESSAGE_MAX`] characters), except the
+//!   assistant's own words (`AssistantText::text`, `Reasoning::text`, `PlanText::text`,
 //!   `Final::text`), kept as they are: the engine searches them for the marker and stores
-//!   their tail.
+//!   their tail, the planner bounds its reply itself.
+//! - Tool calls are reported for every consumer: `ToolUse` when a call starts (with the
+//!   CLI's call id), `ToolResult` when it ends (same id), so the engine can show activity
+//!   and the planner can log each step and how it ended from the same events.
 //! - In structured streams only text the assistant wrote becomes `AssistantText`: tool
 //!   output, the prompt, synthetic error messages and sub-agent traffic never do.
 //! - [`StreamParser::finish`] is called once, after the last line (also after a kill). Only
@@ -30,14 +34,25 @@ pub mod codex;
 pub mod opencode;
 pub mod plain;
 
-/// Longest `ToolUse::summary` and `PermissionDenied::detail` summary, in characters.
+/// Longest `PermissionDenied::detail` summary, in characters.
 pub const SUMMARY_MAX: usize = 200;
+/// Longest `ToolUse::summary`, in characters (the planner's research log keeps it whole;
+/// live displays cut it shorter).
+pub const TOOL_SUMMARY_MAX: usize = 500;
+/// Longest `ToolResult::detail`, in characters.
+pub const DETAIL_MAX: usize = 10_000;
 /// Longest tool name, in characters.
 pub const NAME_MAX: usize = 100;
 /// Longest session id, in characters.
 pub const ID_MAX: usize = 200;
 /// Longest `Error::message` and `Final::detail`, in characters.
 pub const MESSAGE_MAX: usize = 2000;
+
+/// Whether `text` contains one of `phrases` (lower-case), ignoring case.
+pub(crate) fn mentions(text: &str, phrases: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    phrases.iter().any(|phrase| lower.contains(phrase))
+}
 
 /// Reads one runner's output, line by line.
 pub trait StreamParser: Send {
@@ -124,6 +139,31 @@ pub fn one_line(s: &str, max: usize) -> String {
 /// A short, single-line description of a tool's input, for display.
 pub(crate) fn summarize_input(input: Option<&Value>) -> String {
     summarize_tool_input(input, SUMMARY_MAX)
+}
+
+/// A tool call's input for `ToolUse::summary`.
+pub(crate) fn tool_summary(input: Option<&Value>) -> String {
+    summarize_tool_input(input, TOOL_SUMMARY_MAX)
+}
+
+/// The text of a tool result's `content` (a string, or the `text` of its blocks), bounded
+/// to [`DETAIL_MAX`].
+pub(crate) fn content_text(content: Option<&Value>) -> String {
+    let text = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) => o.get("text").and_then(Value::as_str),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    bounded(&text, DETAIL_MAX)
 }
 
 /// A single-line description of a tool's input of at most `max` characters. Picks the most

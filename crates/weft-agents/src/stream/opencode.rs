@@ -4,12 +4,13 @@
 //! | line | events |
 //! | --- | --- |
 //! | first line carrying `sessionID` | `Session` |
-//! | `text` (complete text part; `synthetic`/`ignored` parts skipped) | `AssistantText` |
-//! | `tool_use` (a tool part, `completed` or `error`) | `ToolUse` |
+//! | `text` (complete text part; `synthetic`/`ignored` parts skipped) | `AssistantText` (`message`: `messageID`) |
+//! | `reasoning` | `Reasoning` |
+//! | `tool_use` (a tool part, `completed` or `error`) | `ToolUse` (by `callID`), then `ToolResult`: `output`, or the error (Denied for a permission refusal, else a Failure) |
 //! | `tool_use` whose error is a permission refusal ("The user rejected permission to use this specific tool call", with or without feedback, or "The user has specified a rule which prevents you from using this specific tool call") | `ToolUse` then `PermissionDenied` |
-//! | `step_finish` | `Usage`, the attempt's running totals (sums of every step's `tokens.input`, `tokens.output`, `cost`) |
-//! | `error` | `Error` ("`name`: `data.message` (HTTP n)") |
-//! | `step_start`, `reasoning`, anything else | nothing |
+//! | `step_finish` | `Truncated` for reason `length`; `Usage`, the attempt's running totals (sums of every step's `tokens.input`, `tokens.output`, `cost`, `tokens.cache.read` + `write` as `cache_tokens`, `tokens.reasoning`) |
+//! | `error` | `Error` ("`name`: `data.message` (HTTP n, ref r)") |
+//! | `step_start`, anything else | nothing |
 //!
 //! **Final.** OpenCode has no end record (the run ends when the session goes idle), and an
 //! `error` event can follow the last step, so the `Final` is emitted by
@@ -32,10 +33,10 @@
 use serde_json::{Map, Value};
 
 use super::{
-    ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, json_object, one_line, str_field,
-    summarize_input,
+    DETAIL_MAX, ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, json_object, one_line,
+    str_field, tool_summary,
 };
-use crate::event::AgentEvent;
+use crate::event::{AgentEvent, ToolOutcome};
 
 /// Phrases of OpenCode's permission errors (`RejectedError`, `CorrectedError`,
 /// `DeniedError`) as they appear in a tool part's `state.error`.
@@ -61,6 +62,8 @@ pub struct OpencodeParser {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     cost_usd: Option<f64>,
+    cache_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
     finished: bool,
 }
 
@@ -81,6 +84,13 @@ impl StreamParser for OpencodeParser {
         let part = obj.get("part").and_then(Value::as_object);
         match (str_field(&obj, "type"), part) {
             (Some("text"), Some(part)) => self.text(part, &mut events),
+            (Some("reasoning"), Some(part)) => {
+                if let Some(text) = str_field(part, "text").filter(|t| !t.is_empty()) {
+                    events.push(AgentEvent::Reasoning {
+                        text: text.to_owned(),
+                    });
+                }
+            }
             (Some("tool_use"), Some(part)) => tool(part, &mut events),
             (Some("step_finish"), Some(part)) => self.step_finish(part, &mut events),
             (Some("error"), _) => {
@@ -145,20 +155,25 @@ impl OpencodeParser {
             }
             events.push(AgentEvent::AssistantText {
                 text: text.to_owned(),
+                message: self.text_message.clone(),
             });
         }
     }
 
     fn step_finish(&mut self, part: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
+        if str_field(part, "reason") == Some("length") {
+            events.push(AgentEvent::Truncated);
+        }
         if let Some(tokens) = part.get("tokens").and_then(Value::as_object) {
-            add(
-                &mut self.input_tokens,
-                tokens.get("input").and_then(Value::as_u64),
-            );
-            add(
-                &mut self.output_tokens,
-                tokens.get("output").and_then(Value::as_u64),
-            );
+            let get = |key: &str| tokens.get(key).and_then(Value::as_u64);
+            add(&mut self.input_tokens, get("input"));
+            add(&mut self.output_tokens, get("output"));
+            add(&mut self.reasoning_tokens, get("reasoning"));
+            let cache = tokens.get("cache");
+            for key in ["read", "write"] {
+                let value = cache.and_then(|c| c.get(key)).and_then(Value::as_u64);
+                add(&mut self.cache_tokens, value);
+            }
         }
         if let Some(cost) = part.get("cost").and_then(Value::as_f64) {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
@@ -168,6 +183,8 @@ impl OpencodeParser {
                 input_tokens: self.input_tokens,
                 output_tokens: self.output_tokens,
                 cost_usd: self.cost_usd,
+                cache_tokens: self.cache_tokens,
+                reasoning_tokens: self.reasoning_tokens,
             });
         }
         if str_field(part, "reason") == Some("stop") {
@@ -190,29 +207,57 @@ fn add(total: &mut Option<u64>, value: Option<u64>) {
 
 fn tool(part: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
     let name = one_line(str_field(part, "tool").unwrap_or("tool"), NAME_MAX);
+    let id = str_field(part, "callID").map(|id| bounded(id, ID_MAX));
     let state = part.get("state").and_then(Value::as_object);
-    let summary = summarize_input(state.and_then(|s| s.get("input")));
+    let field = |key: &str| state.and_then(|s| s.get(key));
+    let summary = tool_summary(field("input"));
     events.push(AgentEvent::ToolUse {
+        id: id.clone(),
         name: name.clone(),
         summary: summary.clone(),
+        subagent: false,
     });
-    let error = state
-        .filter(|s| s.get("status").and_then(Value::as_str) == Some("error"))
-        .and_then(|s| s.get("error"))
-        .and_then(Value::as_str);
-    if let Some(error) = error
-        && REFUSALS.iter().any(|phrase| error.contains(phrase))
-    {
-        let detail = if summary.is_empty() {
-            one_line(error, MESSAGE_MAX)
-        } else {
-            one_line(&format!("{summary}: {error}"), MESSAGE_MAX)
-        };
-        events.push(AgentEvent::PermissionDenied { tool: name, detail });
+    match field("status").and_then(Value::as_str) {
+        Some("completed") => events.push(AgentEvent::ToolResult {
+            id,
+            outcome: ToolOutcome::Success,
+            detail: bounded(
+                field("output").and_then(Value::as_str).unwrap_or(""),
+                DETAIL_MAX,
+            ),
+        }),
+        Some("error") => {
+            let error = field("error").and_then(Value::as_str).unwrap_or("error");
+            let refused = REFUSALS.iter().any(|phrase| error.contains(phrase));
+            events.push(AgentEvent::ToolResult {
+                id: id.clone(),
+                outcome: if refused {
+                    ToolOutcome::Denied
+                } else {
+                    ToolOutcome::Failure
+                },
+                detail: bounded(error, DETAIL_MAX),
+            });
+            if refused {
+                let summary = one_line(&summary, super::SUMMARY_MAX);
+                let detail = if summary.is_empty() {
+                    one_line(error, MESSAGE_MAX)
+                } else {
+                    one_line(&format!("{summary}: {error}"), MESSAGE_MAX)
+                };
+                events.push(AgentEvent::PermissionDenied {
+                    id,
+                    tool: name,
+                    detail,
+                });
+            }
+        }
+        // `run` only prints finished calls; anything else did not run to an end.
+        _ => {}
     }
 }
 
-/// `name: message (HTTP status)` of an OpenCode error object.
+/// `name: message (HTTP status, ref r)` of an OpenCode error object.
 fn error_message(error: Option<&Value>) -> String {
     let Some(error) = error else {
         return "error".to_owned();
@@ -239,8 +284,14 @@ fn error_message(error: Option<&Value>) -> String {
         }
         out.push_str(message);
     }
-    if let Some(status) = status {
-        out.push_str(&format!(" (HTTP {status})"));
+    let reference = data.and_then(|d| d.get("ref")).and_then(Value::as_str);
+    let facts: Vec<String> = status
+        .map(|s| format!("HTTP {s}"))
+        .into_iter()
+        .chain(reference.map(|r| format!("ref {r}")))
+        .collect();
+    if !facts.is_empty() {
+        out.push_str(&format!(" ({})", facts.join(", ")));
     }
     if out.is_empty() {
         out.push_str("error");

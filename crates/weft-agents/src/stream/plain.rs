@@ -20,6 +20,7 @@ impl StreamParser for PlainParser {
         }
         vec![AgentEvent::AssistantText {
             text: line.to_owned(),
+            message: None,
         }]
     }
 }

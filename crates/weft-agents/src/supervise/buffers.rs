@@ -319,7 +319,19 @@ pub(crate) struct LogFile {
 }
 
 impl LogFile {
+    /// The log at `path`; an empty path keeps no file (everything else still happens).
     pub(crate) fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
+        if path.as_os_str().is_empty() {
+            return Ok(Self {
+                file: None,
+                path: PathBuf::new(),
+                written: 0,
+                cap,
+                last_byte: b'\n',
+                truncated: false,
+                error: None,
+            });
+        }
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
         {
@@ -335,6 +347,11 @@ impl LogFile {
             truncated: false,
             error: None,
         })
+    }
+
+    /// Whether output is written to a file at all.
+    pub(crate) fn keeps_file(&self) -> bool {
+        !self.path.as_os_str().is_empty()
     }
 
     pub(crate) fn write(&mut self, data: &[u8]) {

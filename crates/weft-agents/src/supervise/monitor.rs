@@ -18,8 +18,8 @@ use super::buffers::{LineSplitter, LogFile, Masker, Secrets, Tail, keep_first};
 use super::process::{group_alive, signal_group};
 use super::{
     LINE_EVENT_MAX, MAX_PENDING_PERMISSIONS, MAX_PERMISSION_DENIALS, Outcome, OutputStream,
-    PTY_COLS, PTY_ROWS, PermissionAnswer, PermissionRelay, PermissionRequest, SuperviseOptions,
-    SupervisorEvent,
+    PTY_COLS, PTY_ROWS, PermissionAnswer, PermissionRelay, PermissionRequest, STDERR_TAIL_BYTES,
+    SuperviseOptions, SupervisorEvent,
 };
 use crate::event::{AgentEvent, StreamKind};
 use crate::evidence::{MarkerScanner, ScanOptions, Views, text_contains_marker};
@@ -129,6 +129,7 @@ pub(crate) struct Monitor {
     relay_pending: Arc<std::sync::atomic::AtomicUsize>,
     log: LogFile,
     tail: Tail,
+    stderr_tail: Tail,
     rate: LineRate,
     out: Outcome,
 }
@@ -202,6 +203,7 @@ impl Monitor {
             relay_pending: Arc::default(),
             log,
             tail: Tail::new(options.tail_bytes),
+            stderr_tail: Tail::new(STDERR_TAIL_BYTES),
             rate: LineRate {
                 window_start: started,
                 sent: 0,
@@ -429,6 +431,9 @@ impl Monitor {
         }
         self.log.write(bytes);
         self.tail.push(bytes);
+        if stream == OutputStream::Stderr {
+            self.stderr_tail.push(bytes);
+        }
         let index = stream.index();
         let mut splitter = std::mem::take(&mut self.pipes[index].splitter);
         splitter.push(bytes, &mut |line, total| {
@@ -598,7 +603,11 @@ impl Monitor {
         if suppressed > 0 {
             self.note(
                 OutputStream::Stdout,
-                &format!("[weft: {suppressed} lines not shown live; see the log]"),
+                &if self.log.keeps_file() {
+                    format!("[weft: {suppressed} lines not shown live; see the log]")
+                } else {
+                    format!("[weft: {suppressed} lines not shown live]")
+                },
             );
         }
     }
@@ -607,15 +616,19 @@ impl Monitor {
         let event = mask_event(&self.secrets, event);
         match &event {
             AgentEvent::Session { id } => self.out.session_id = Some(id.clone()),
-            AgentEvent::AssistantText { text } => {
+            AgentEvent::AssistantText { text, .. } => {
                 if let Some(token) = &self.token
                     && let Some(view) = text_contains_marker(text, token)
                 {
                     self.saw_marker(view.as_str(), now);
                 }
             }
-            AgentEvent::ToolUse { .. } => {}
-            AgentEvent::PermissionDenied { tool, detail } => {
+            AgentEvent::ToolUse { .. }
+            | AgentEvent::ToolResult { .. }
+            | AgentEvent::Reasoning { .. }
+            | AgentEvent::PlanText { .. }
+            | AgentEvent::Truncated => {}
+            AgentEvent::PermissionDenied { tool, detail, .. } => {
                 if self.out.permission_denials.len() < MAX_PERMISSION_DENIALS {
                     self.out
                         .permission_denials
@@ -626,6 +639,7 @@ impl Monitor {
                 input_tokens,
                 output_tokens,
                 cost_usd,
+                ..
             } => {
                 self.out.input_tokens = input_tokens.or(self.out.input_tokens);
                 self.out.output_tokens = output_tokens.or(self.out.output_tokens);
@@ -721,6 +735,7 @@ impl Monitor {
             }
         }
         out.tail = self.tail.into_string();
+        out.stderr_tail = self.stderr_tail.into_string();
         out.log_truncated = self.log.truncated;
         out.duration = self.exited_at.unwrap_or(now).duration_since(self.started);
         out
@@ -755,12 +770,37 @@ fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
     let m = |s: String| secrets.mask_str(&s);
     match event {
         AgentEvent::Session { id } => AgentEvent::Session { id: m(id) },
-        AgentEvent::AssistantText { text } => AgentEvent::AssistantText { text: m(text) },
-        AgentEvent::ToolUse { name, summary } => AgentEvent::ToolUse {
+        AgentEvent::AssistantText { text, message } => AgentEvent::AssistantText {
+            text: m(text),
+            message,
+        },
+        AgentEvent::Reasoning { text } => AgentEvent::Reasoning { text: m(text) },
+        AgentEvent::PlanText { text, message } => AgentEvent::PlanText {
+            text: m(text),
+            message,
+        },
+        AgentEvent::ToolUse {
+            id,
+            name,
+            summary,
+            subagent,
+        } => AgentEvent::ToolUse {
+            id,
             name: m(name),
             summary: m(summary),
+            subagent,
         },
-        AgentEvent::PermissionDenied { tool, detail } => AgentEvent::PermissionDenied {
+        AgentEvent::ToolResult {
+            id,
+            outcome,
+            detail,
+        } => AgentEvent::ToolResult {
+            id,
+            outcome,
+            detail: m(detail),
+        },
+        AgentEvent::PermissionDenied { id, tool, detail } => AgentEvent::PermissionDenied {
+            id,
             tool: m(tool),
             detail: m(detail),
         },
@@ -776,6 +816,6 @@ fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
         AgentEvent::Error { message } => AgentEvent::Error {
             message: m(message),
         },
-        usage @ AgentEvent::Usage { .. } => usage,
+        event @ (AgentEvent::Usage { .. } | AgentEvent::Truncated) => event,
     }
 }
