@@ -541,12 +541,12 @@ impl Manifest {
         &self.label
     }
 
-    /// Whether the CLI takes system-prompt text as an option (its template renders
-    /// `{{system}}`); otherwise a caller with instructions puts them in the first message
-    /// of a session.
-    pub fn takes_system(&self) -> bool {
-        self.args_template.renders(Var::System)
-            || self.env.iter().any(|e| e.template.renders(Var::System))
+    /// Whether a launch passes `var` to the CLI (its args or env render it): e.g. a CLI
+    /// that renders `{{session_id}}` takes a session id chosen up front, one that renders
+    /// `{{system}}` takes system-prompt text as an option (otherwise a caller with
+    /// instructions puts them in the first message of a session).
+    pub fn renders(&self, var: Var) -> bool {
+        self.args_template.renders(var) || self.env.iter().any(|e| e.template.renders(var))
     }
 
     /// Render everything needed to start this runner for one attempt.

@@ -445,7 +445,7 @@ fn the_planner_turns_of_each_agent_read_only_and_resumed() {
         ..vars()
     };
     let claude = builtin("claude-code");
-    assert!(claude.takes_system());
+    assert!(claude.renders(Var::System) && claude.renders(Var::SessionId));
     let spec = claude.launch_turn(&plan, &turn).unwrap();
     assert_eq!(
         spec.args,
@@ -465,12 +465,12 @@ fn the_planner_turns_of_each_agent_read_only_and_resumed() {
         ])
     );
     let codex = builtin("codex");
-    assert!(!codex.takes_system());
+    assert!(!codex.renders(Var::System) && !codex.renders(Var::SessionId));
     let spec = codex.launch_turn(&plan, &turn).unwrap();
     assert_eq!(spec.args[3..5], strings(&["--sandbox", "read-only"]));
     assert!(spec.args.ends_with(&strings(&["resume", "S-1", "-"])));
     let opencode = builtin("opencode");
-    assert!(!opencode.takes_system());
+    assert!(!opencode.renders(Var::System));
     let spec = opencode.launch_turn(&plan, &turn).unwrap();
     assert_eq!(
         spec.args,

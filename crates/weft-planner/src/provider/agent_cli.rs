@@ -1,38 +1,42 @@
 //! Agent CLIs as planners: Claude Code, Codex and OpenCode in their read-only modes.
 //!
 //! The user plans with the CLI they already have and are logged into; weft never holds a
-//! key. Each turn is one process: the message goes on stdin (then stdin is closed), the
-//! CLI's JSON event stream is read from stdout to the end, and the process group is
-//! killed if the turn outlives `turn_timeout`. Later turns resume the CLI's own session;
-//! that id is only a hint (weft's transcript is authoritative), so a failed fresh turn
-//! commits nothing and the next turn starts fresh again.
+//! key. Each turn is one process, run like every agent process weft runs: argv and
+//! environment come from the CLI's built-in runner manifest (weft-agents) in its read-only
+//! mode ([`PLAN_MODE`]), resuming its own session; weft-agents' supervisor starts and
+//! watches it (its own process group, the message on stdin and then EOF, stdout read to
+//! the end, the group killed when the turn outlives `turn_timeout` or is interrupted), and
+//! weft-agents' parser for the CLI reads its stream. This module only turns those events
+//! into the turn's reply and research steps ([`collect`]) and words the failures.
 //!
-//! Per-CLI facts (flags, stdin rules, exit codes) are in `reference/agent-clis.md`; the
-//! stream readers are in the submodules.
+//! Later turns resume the CLI's own session; that id is only a hint (weft's transcript is
+//! authoritative), so a failed fresh turn commits nothing and the next turn starts fresh
+//! again.
 
-mod claude;
-mod codex;
 mod collect;
-mod opencode;
-mod process;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest, PLAN_MODE, TurnVars};
+use weft_agents::stream::one_line;
+use weft_agents::supervise::{
+    Attempt, Outcome, OutputStream, SpawnError, SuperviseOptions, SupervisorEvent,
+};
+use weft_agents::template::Var;
 
 use crate::chat::{AgentPlanner, AgentReply, StreamEvent};
 use crate::error::ProviderError;
-use collect::{Collector, JunkTail};
+use collect::{Collector, Verdict};
 
 /// Default wall-clock limit of one turn.
 pub const DEFAULT_TURN_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-/// Tools Claude Code may never use while planning (plan mode already refuses edits; this
-/// also keeps them out of the model's tool list).
-const CLAUDE_DISALLOWED_TOOLS: &str = "Edit,Write,MultiEdit,NotebookEdit";
+/// How often a running turn looks at the interrupt flag while the CLI is quiet.
+const POLL: Duration = Duration::from_millis(20);
 
 /// Which agent CLI plans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,12 +56,22 @@ impl AgentCliKind {
         }
     }
 
-    /// The command the CLI installs.
-    pub fn default_program(self) -> &'static str {
+    /// The command the CLI installs (its built-in manifest's).
+    pub fn default_program(self) -> String {
+        self.manifest().command().to_owned()
+    }
+
+    /// The CLI's built-in runner manifest: its flags live there, for tasks and planning.
+    pub fn manifest(self) -> Manifest {
+        Manifest::builtin(self.name()).expect("every agent CLI has a built-in manifest")
+    }
+
+    /// The product's own name, for messages.
+    fn product(self) -> &'static str {
         match self {
-            AgentCliKind::ClaudeCode => "claude",
-            AgentCliKind::Codex => "codex",
-            AgentCliKind::OpenCode => "opencode",
+            AgentCliKind::ClaudeCode => "Claude Code",
+            AgentCliKind::Codex => "Codex",
+            AgentCliKind::OpenCode => "OpenCode",
         }
     }
 }
@@ -111,7 +125,7 @@ impl AgentCliConfig {
     pub fn new(kind: AgentCliKind, workspace: impl Into<PathBuf>) -> AgentCliConfig {
         AgentCliConfig {
             kind,
-            program: kind.default_program().to_owned(),
+            program: kind.default_program(),
             workspace: workspace.into(),
             model: None,
             effort: None,
@@ -141,15 +155,15 @@ impl fmt::Debug for AgentCliConfig {
 /// Whether a turn starts a CLI session or continues one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnSession {
-    /// A new session. Claude Code gets its id up front (`--session-id`); Codex and
-    /// OpenCode mint theirs and report it in the stream.
+    /// A new session. A CLI whose manifest takes `{{session_id}}` (Claude Code) gets its id
+    /// up front; the others (Codex, OpenCode) mint theirs and report it in the stream.
     Fresh { session_id: Option<String> },
     /// Continue the CLI's own session.
     Resume { session_id: String },
 }
 
-/// Everything one turn sends, decided before the process starts (so argv and stdin are
-/// pure functions of it).
+/// Everything one turn sends, decided before the process starts (so its launch is a pure
+/// function of it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnPlan {
     pub system: String,
@@ -161,6 +175,7 @@ pub struct TurnPlan {
 #[derive(Debug)]
 pub struct AgentCliPlanner {
     config: AgentCliConfig,
+    manifest: Manifest,
     /// The CLI session to resume on the next turn (set after a successful turn).
     session: Option<String>,
 }
@@ -168,6 +183,7 @@ pub struct AgentCliPlanner {
 impl AgentCliPlanner {
     pub fn new(config: AgentCliConfig) -> AgentCliPlanner {
         AgentCliPlanner {
+            manifest: config.kind.manifest(),
             config,
             session: None,
         }
@@ -188,15 +204,17 @@ impl AgentCliPlanner {
         self.session = session_id.filter(|id| !id.trim().is_empty());
     }
 
-    /// What the next turn sends: a fresh session (with a new UUID for Claude Code) or a
-    /// resume of the current one.
+    /// What the next turn sends: a fresh session (with a new UUID when the CLI takes one,
+    /// as Claude Code does) or a resume of the current one.
     pub fn plan_turn(&self, system: &str, message: &str) -> TurnPlan {
         let session = match &self.session {
             Some(id) => TurnSession::Resume {
                 session_id: id.clone(),
             },
             None => TurnSession::Fresh {
-                session_id: (self.config.kind == AgentCliKind::ClaudeCode)
+                session_id: self
+                    .manifest
+                    .renders(Var::SessionId)
                     .then(|| uuid::Uuid::new_v4().to_string()),
             },
         };
@@ -207,88 +225,46 @@ impl AgentCliPlanner {
         }
     }
 
-    /// The CLI's arguments for a turn (without the program).
-    pub fn argv(&self, turn: &TurnPlan) -> Vec<String> {
-        let model = non_empty(self.config.model.as_deref());
-        let effort = non_empty(self.config.effort.as_deref());
-        let mut args: Vec<String> = Vec::new();
-        let mut push = |items: &[&str]| args.extend(items.iter().map(|s| (*s).to_owned()));
-        match self.config.kind {
-            AgentCliKind::ClaudeCode => {
-                push(&[
-                    "-p",
-                    "--output-format",
-                    "stream-json",
-                    "--verbose",
-                    "--permission-mode",
-                    "plan",
-                    "--disallowedTools",
-                    CLAUDE_DISALLOWED_TOOLS,
-                ]);
-                // The system prompt is a flag of the process, not part of the stored
-                // conversation: a resumed session needs it again.
-                if !turn.system.trim().is_empty() {
-                    push(&["--append-system-prompt", &turn.system]);
-                }
-                if let Some(model) = model {
-                    push(&["--model", model]);
-                }
-                if let Some(effort) = effort {
-                    push(&["--effort", effort]);
-                }
-                match &turn.session {
-                    TurnSession::Fresh {
-                        session_id: Some(id),
-                    } => push(&["--session-id", id]),
-                    TurnSession::Fresh { session_id: None } => {}
-                    TurnSession::Resume { session_id } => push(&["--resume", session_id]),
-                }
-            }
-            AgentCliKind::Codex => {
-                // Options before `resume` belong to `exec` and apply to both forms.
-                push(&[
-                    "exec",
-                    "--json",
-                    "--skip-git-repo-check",
-                    "--sandbox",
-                    "read-only",
-                    "-c",
-                    "approval_policy=\"never\"",
-                ]);
-                if let Some(model) = model {
-                    push(&["-m", model]);
-                }
-                if let Some(effort) = effort {
-                    let setting = format!("model_reasoning_effort={}", toml_string(effort));
-                    push(&["-c", &setting]);
-                }
-                if let TurnSession::Resume { session_id } = &turn.session {
-                    push(&["resume", session_id]);
-                }
-                // `-`: the prompt is all of stdin.
-                push(&["-"]);
-            }
-            AgentCliKind::OpenCode => {
-                push(&["run", "--format", "json", "--agent", "plan"]);
-                if let Some(model) = model {
-                    push(&["-m", model]);
-                }
-                if let Some(effort) = effort {
-                    push(&["--variant", effort]);
-                }
-                if let TurnSession::Resume { session_id } = &turn.session {
-                    push(&["--session", session_id]);
-                }
-            }
-        }
-        args
+    /// How a turn's process is started: the manifest's launch in its read-only mode, with
+    /// the configured program, and the configured environment under the manifest's.
+    pub fn launch(&self, turn: &TurnPlan) -> Result<LaunchSpec, ProviderError> {
+        let workspace = std::path::absolute(&self.config.workspace)
+            .unwrap_or_else(|_| self.config.workspace.clone());
+        let (fresh_id, resume) = match &turn.session {
+            TurnSession::Fresh { session_id } => (session_id.clone(), None),
+            TurnSession::Resume { session_id } => (None, Some(session_id.clone())),
+        };
+        let vars = LaunchVars {
+            prompt: self.stdin_text(turn),
+            prompt_file: None,
+            model: non_empty(self.config.model.as_deref()),
+            effort: non_empty(self.config.effort.as_deref()),
+            mode: Some(PLAN_MODE.to_owned()),
+            cwd: workspace,
+            session_id: fresh_id.unwrap_or_default(),
+            // `root_env` is for the autonomous modes (Claude's IS_SANDBOX lets bypass mode
+            // run as root); the read-only planner needs none of it.
+            running_as_root: false,
+            relay: false,
+        };
+        let system = (self.manifest.renders(Var::System) && !turn.system.trim().is_empty())
+            .then(|| turn.system.clone());
+        let mut spec = self
+            .manifest
+            .launch_turn(&vars, &TurnVars { resume, system })
+            .map_err(|e| self.spawn_error(e.to_string()))?;
+        spec.program.clone_from(&self.config.program);
+        let mut env = self.config.env.clone();
+        env.append(&mut spec.env);
+        spec.env = env;
+        Ok(spec)
     }
 
-    /// What goes on the CLI's stdin. Codex `exec` and OpenCode `run` have no system-prompt
-    /// option, so the first message of a session carries the system text, delimited; the
-    /// session remembers it after that.
+    /// What goes on the CLI's stdin. A CLI without a system-prompt option (Codex `exec`,
+    /// OpenCode `run`) gets the system text in the first message of a session, delimited;
+    /// the session remembers it after that.
     pub fn stdin_text(&self, turn: &TurnPlan) -> String {
-        let carries_system = self.config.kind != AgentCliKind::ClaudeCode
+        let carries_system = !self.manifest.renders(Var::System)
             && matches!(turn.session, TurnSession::Fresh { .. })
             && !turn.system.trim().is_empty();
         if carries_system {
@@ -302,12 +278,43 @@ impl AgentCliPlanner {
         }
     }
 
-    /// Environment the CLI needs beyond `config.env`.
-    fn kind_env(&self, workspace: &Path) -> Vec<(String, String)> {
-        match self.config.kind {
-            // `opencode run` takes its directory from $PWD, not the OS working directory.
-            AgentCliKind::OpenCode => vec![("PWD".to_owned(), workspace.display().to_string())],
-            AgentCliKind::ClaudeCode | AgentCliKind::Codex => Vec::new(),
+    /// Runs the turn's process to its end, feeding its events to `turn` and `on_event`.
+    fn run(
+        &self,
+        spec: &LaunchSpec,
+        turn: &mut Collector,
+        on_event: &mut dyn FnMut(StreamEvent),
+    ) -> Result<Outcome, ProviderError> {
+        let mut options = SuperviseOptions::unlogged(self.config.turn_timeout);
+        options.idle_after = Duration::ZERO;
+        let (events, received) = mpsc::channel();
+        let attempt = Attempt::start(spec, options, events)
+            .map_err(|e| self.spawn_error(spawn_message(&e)))?;
+        let canceller = attempt.canceller();
+        let product = self.config.kind.product();
+        loop {
+            match received.recv_timeout(POLL) {
+                Ok(SupervisorEvent::Agent(event)) => turn.event(event, product, on_event),
+                Ok(SupervisorEvent::Line {
+                    stream: OutputStream::Stdout,
+                    text,
+                }) => turn.stdout_line(&text),
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                // The supervisor is done: the process and its group are gone.
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if weft_core::interrupt::Interrupt::raised(self.config.interrupt.as_ref()) {
+                canceller.cancel();
+            }
+        }
+        Ok(attempt.wait())
+    }
+
+    fn spawn_error(&self, message: String) -> ProviderError {
+        ProviderError::Spawn {
+            runner: self.label(),
+            program: self.config.program.clone(),
+            message,
         }
     }
 
@@ -331,73 +338,32 @@ impl AgentPlanner for AgentCliPlanner {
         on_event: &mut dyn FnMut(StreamEvent),
     ) -> Result<AgentReply, ProviderError> {
         let turn = self.plan_turn(system, message);
-        let workspace = std::path::absolute(&self.config.workspace)
-            .unwrap_or_else(|_| self.config.workspace.clone());
-        let mut env = self.config.env.clone();
-        env.extend(self.kind_env(&workspace));
-        let spec = process::RunSpec {
-            program: &self.config.program,
-            args: self.argv(&turn),
-            cwd: &workspace,
-            env,
-            stdin: self.stdin_text(&turn),
-            timeout: self.config.turn_timeout,
-            interrupt: self.config.interrupt.clone(),
-        };
-
-        let mut parser: Box<dyn StreamParser> = match self.config.kind {
-            AgentCliKind::ClaudeCode => Box::<claude::ClaudeStream>::default(),
-            AgentCliKind::Codex => Box::<codex::CodexStream>::default(),
-            AgentCliKind::OpenCode => Box::<opencode::OpencodeStream>::default(),
-        };
+        let spec = self.launch(&turn)?;
         let mut turn_state = Collector::default();
-        let mut junk = JunkTail::default();
-        let run = process::run(&spec, &mut |line: &str| {
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
-                return;
-            }
-            match json_object(trimmed) {
-                Some(obj) => {
-                    turn_state.saw_event = true;
-                    parser.line(&obj, &mut turn_state, on_event);
-                }
-                None => junk.push(trimmed),
-            }
-        })
-        .map_err(|message| ProviderError::Spawn {
-            runner: self.label(),
-            program: self.config.program.clone(),
-            message,
-        })?;
+        let run = self.run(&spec, &mut turn_state, on_event)?;
 
         let resumed = matches!(turn.session, TurnSession::Resume { .. });
-        if run.interrupted {
+        if run.cancelled {
             return Err(ProviderError::Interrupted {
                 what: format!("{} planner's turn", self.label()),
             });
         }
         if run.timed_out {
             // A CLI that retries for ever (no network, a bad key) usually said why.
-            let note = match parser.verdict(&mut turn_state, false) {
-                Verdict::Failed(message) => Some(message),
-                Verdict::Undecided { note } => note,
-                Verdict::Success => None,
-            };
             let stderr = run
-                .stderr
+                .stderr_tail
                 .lines()
                 .rev()
                 .map(str::trim)
                 .find(|line| !line.is_empty())
-                .map(|line| collect::one_line(line, 300));
+                .map(|line| one_line(line, 300));
             return Err(ProviderError::AgentTimeout {
                 runner: self.label(),
                 after: self.config.turn_timeout,
-                last_words: note.or(stderr),
+                last_words: turn_state.last_words().or(stderr),
             });
         }
-        let verdict = parser.verdict(&mut turn_state, run.exit_code == Some(0));
+        let verdict = turn_state.verdict(spec.stream, run.exit_code == Some(0));
         let saw_event = turn_state.saw_event;
         let result = match verdict {
             Verdict::Success => {
@@ -411,9 +377,14 @@ impl AgentPlanner for AgentCliPlanner {
                 }
                 Ok(reply)
             }
+            // A failure the CLI printed only on stderr (OpenCode's `Error: Session not
+            // found`) is quoted from there, in its own layout, with how the process ended.
+            Verdict::Failed(message) if collect::excerpt(&run.stderr_tail).contains(&message) => {
+                Err(self.agent_error(describe_exit(&spec, &run, &turn_state, None)))
+            }
             Verdict::Failed(message) => Err(self.agent_error(message)),
             Verdict::Undecided { note } => {
-                Err(self.agent_error(describe_exit(&spec, &run, &junk, note.as_deref())))
+                Err(self.agent_error(describe_exit(&spec, &run, &turn_state, note.as_deref())))
             }
         };
         match &result {
@@ -431,53 +402,31 @@ impl AgentPlanner for AgentCliPlanner {
     }
 }
 
-/// How a turn's stream ended, as its reader judges it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    Success,
-    /// The CLI reported the failure itself; the text is its own.
-    Failed(String),
-    /// No end record: the exit status and stderr must explain.
-    Undecided {
-        note: Option<String>,
-    },
-}
-
-/// One CLI's JSON event reader.
-trait StreamParser {
-    fn line(
-        &mut self,
-        obj: &Map<String, Value>,
-        turn: &mut Collector,
-        on_event: &mut dyn FnMut(StreamEvent),
-    );
-
-    /// Called once after the stream ended; `exit_ok` is a zero exit status.
-    fn verdict(&mut self, turn: &mut Collector, exit_ok: bool) -> Verdict;
-}
-
-/// The line as a JSON object, or `None` for anything else.
-fn json_object(line: &str) -> Option<Map<String, Value>> {
-    if !line.starts_with('{') {
-        return None;
-    }
-    match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(map)) => Some(map),
-        _ => None,
+/// Why a CLI could not be started, in the planner's words (the program and the runner
+/// are already in [`ProviderError::Spawn`]).
+fn spawn_message(error: &SpawnError) -> String {
+    match error {
+        SpawnError::NotFound { program, .. } if program.contains('/') => {
+            "no such program".to_owned()
+        }
+        SpawnError::NotFound { .. } => "not found on PATH".to_owned(),
+        SpawnError::PermissionDenied { .. } => {
+            "permission denied (is it an executable file?)".to_owned()
+        }
+        SpawnError::CwdMissing { cwd, .. } => format!(
+            "the workspace {} does not exist or is not a directory",
+            cwd.display()
+        ),
+        other => other.to_string(),
     }
 }
 
 /// A failure without a parsable error: the CLI's own stderr text first (it says what to
 /// do), then how the process ended.
-fn describe_exit(
-    spec: &process::RunSpec<'_>,
-    run: &process::RunEnd,
-    junk: &JunkTail,
-    note: Option<&str>,
-) -> String {
-    let mut text = collect::excerpt(&run.stderr);
+fn describe_exit(spec: &LaunchSpec, run: &Outcome, turn: &Collector, note: Option<&str>) -> String {
+    let mut text = collect::excerpt(&run.stderr_tail);
     if text.is_empty() {
-        text = collect::excerpt(&junk.text());
+        text = collect::excerpt(&turn.junk.text());
     }
     if let Some(note) = note.filter(|n| !n.is_empty() && !text.contains(*n)) {
         if text.is_empty() {
@@ -500,27 +449,11 @@ fn describe_exit(
     }
 }
 
-fn non_empty(value: Option<&str>) -> Option<&str> {
-    value.map(str::trim).filter(|v| !v.is_empty())
-}
-
-/// A TOML basic string, since `codex -c key=value` parses the value as TOML.
-fn toml_string(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+fn non_empty(value: Option<&str>) -> Option<String> {
+    value
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
-//! What one turn gathers while its stream is read (reply text, steps, session, usage), and
-//! the bounded text helpers the readers share. Everything kept here has a cap: a CLI that
-//! prints without end cannot grow weft's memory.
+//! What one turn gathers from the shared runtime's events (reply text, steps, session,
+//! usage, how the CLI said the turn ended), and the bounded text helpers for explaining a
+//! failure. The stream itself is read by weft-agents' parsers, inside its supervisor;
+//! everything kept here has a cap: a CLI that prints without end cannot grow weft's memory.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::Value;
+use weft_agents::{AgentEvent, StreamKind, ToolOutcome};
 
 use crate::chat::{AgentReply, AgentStep, StreamEvent, Usage};
 use crate::log::StepOutcome;
@@ -14,9 +15,7 @@ use crate::log::StepOutcome;
 /// Longest reply text kept, in bytes; the rest is cut and the reply marked truncated.
 pub(super) const MAX_REPLY_BYTES: usize = 1024 * 1024;
 /// Longest step detail (a tool's result or error), in characters.
-pub(super) const MAX_DETAIL_CHARS: usize = 10_000;
-/// Longest step input summary, in characters.
-pub(super) const MAX_INPUT_CHARS: usize = 500;
+pub(super) const MAX_DETAIL_CHARS: usize = weft_agents::stream::DETAIL_MAX;
 /// Longest tool name or id, in characters.
 pub(super) const MAX_NAME_CHARS: usize = 200;
 /// Steps kept per turn; later ones are dropped.
@@ -40,13 +39,144 @@ pub(super) struct Collector {
     pub usage: Option<Usage>,
     /// The CLI said the output hit a length limit (or the text was cut here).
     pub truncated: bool,
-    /// At least one JSON event arrived.
+    /// At least one JSON event arrived on stdout.
     pub saw_event: bool,
+    /// The CLI's end-of-run record: `Ok(())`, or its failure text.
+    end: Option<Result<(), String>>,
+    /// The last error the stream reported along the way (a retry, a warning).
+    last_error: Option<String>,
+    /// The last non-JSON stdout lines, for error messages.
+    pub junk: JunkTail,
+}
+
+/// How a turn's stream ended, as weft reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Success,
+    /// The CLI reported the failure itself; the text is its own.
+    Failed(String),
+    /// No end record: the exit status and stderr must explain.
+    Undecided {
+        note: Option<String>,
+    },
 }
 
 impl Collector {
+    /// One stdout line as the supervisor shows it: JSON lines are the parser's; anything
+    /// else is kept (bounded) to explain a failure. weft's own notes are not the CLI's.
+    pub(super) fn stdout_line(&mut self, line: &str) {
+        let line = line.trim();
+        if line.starts_with('{') {
+            self.saw_event = true;
+        } else if !line.is_empty() && !line.starts_with("[weft: ") {
+            self.junk.push(line);
+        }
+    }
+
+    /// One parsed event of the turn's stream. `product` names the CLI in step details
+    /// ("refused by Claude Code's permission mode").
+    pub(super) fn event(
+        &mut self,
+        event: AgentEvent,
+        product: &str,
+        on_event: &mut dyn FnMut(StreamEvent),
+    ) {
+        match event {
+            AgentEvent::Session { id } => self.note_session(Some(&id)),
+            AgentEvent::AssistantText { text, message }
+            | AgentEvent::PlanText { text, message } => {
+                self.push_text(message.as_deref(), &text, on_event);
+            }
+            AgentEvent::Reasoning { text } => on_event(StreamEvent::Reasoning(text)),
+            AgentEvent::ToolUse {
+                id, name, summary, ..
+            } => self.start_step(id.as_deref(), &name, summary, on_event),
+            AgentEvent::ToolResult {
+                id,
+                outcome,
+                detail,
+            } => self.finish_step(id.as_deref(), step_outcome(outcome), &detail),
+            AgentEvent::PermissionDenied { id, tool, detail } => {
+                let why = format!("refused by {product}'s permission mode");
+                match id.as_deref() {
+                    Some(id) if self.has_step(id) => {
+                        self.set_outcome(id, StepOutcome::Denied, &why);
+                    }
+                    id => {
+                        self.start_step(id, &tool, detail, on_event);
+                        self.finish_step(id, StepOutcome::Denied, &why);
+                    }
+                }
+            }
+            AgentEvent::Usage {
+                input_tokens,
+                output_tokens,
+                cache_tokens,
+                reasoning_tokens,
+                ..
+            } => {
+                // Input counts what the model read, cached or not.
+                let sum = |a: Option<u64>, b: Option<u64>| a.unwrap_or(0) + b.unwrap_or(0);
+                self.usage = Some(Usage {
+                    input_tokens: sum(input_tokens, cache_tokens),
+                    output_tokens: sum(output_tokens, reasoning_tokens),
+                });
+            }
+            AgentEvent::Truncated => self.truncated = true,
+            AgentEvent::Final {
+                text,
+                is_error,
+                detail,
+            } => {
+                if is_error {
+                    let detail = detail.filter(|d| !d.trim().is_empty());
+                    self.end = Some(Err(detail.unwrap_or_else(|| "the turn failed".into())));
+                } else {
+                    // Older streams may carry the answer only in the end record.
+                    if !self.has_text()
+                        && let Some(text) = text.filter(|t| !t.trim().is_empty())
+                    {
+                        self.push_text(None, &text, on_event);
+                    }
+                    self.end = Some(Ok(()));
+                }
+            }
+            AgentEvent::Error { message } => self.last_error = Some(message),
+        }
+    }
+
+    /// How the turn ended, once the process is gone. A CLI without an end record
+    /// (OpenCode) succeeded when it exited 0 after some events and no error.
+    pub(super) fn verdict(&mut self, stream: StreamKind, exit_ok: bool) -> Verdict {
+        self.close_unanswered("no result was reported for this call");
+        match self.end.clone() {
+            Some(Ok(())) => Verdict::Success,
+            Some(Err(message)) => Verdict::Failed(message),
+            None if !stream.has_end_record()
+                && exit_ok
+                && self.saw_event
+                && self.last_error.is_none() =>
+            {
+                Verdict::Success
+            }
+            None => Verdict::Undecided {
+                note: self.last_error.clone(),
+            },
+        }
+    }
+
+    /// What the CLI last reported about a turn that never ended: its failure, else its last
+    /// stream error.
+    pub(super) fn last_words(&self) -> Option<String> {
+        match &self.end {
+            Some(Err(message)) => Some(message.clone()),
+            Some(Ok(())) => None,
+            None => self.last_error.clone(),
+        }
+    }
+
     /// Records the session id the first time the stream names one.
-    pub(super) fn note_session(&mut self, id: Option<&str>) {
+    fn note_session(&mut self, id: Option<&str>) {
         if self.session_id.is_none()
             && let Some(id) = id.map(str::trim).filter(|id| !id.is_empty())
         {
@@ -54,13 +184,13 @@ impl Collector {
         }
     }
 
-    pub(super) fn has_text(&self) -> bool {
+    fn has_text(&self) -> bool {
         !self.text.is_empty()
     }
 
     /// Appends assistant text and streams exactly what was appended (separator included),
     /// so the `Text` events concatenate to the reply text.
-    pub(super) fn push_text(
+    fn push_text(
         &mut self,
         group: Option<&str>,
         text: &str,
@@ -94,7 +224,7 @@ impl Collector {
     }
 
     /// A tool call began; its outcome stays `NotExecuted` until its result arrives.
-    pub(super) fn start_step(
+    fn start_step(
         &mut self,
         id: Option<&str>,
         tool: &str,
@@ -124,9 +254,18 @@ impl Collector {
         self.answered.push(false);
     }
 
-    /// The result of a started call; unknown ids are ignored.
-    pub(super) fn finish_step(&mut self, id: &str, outcome: StepOutcome, detail: &str) {
-        if let Some(&index) = self.ids.get(id) {
+    /// The result of a started call (`None`: the call just started, if unanswered);
+    /// unknown ids are ignored.
+    fn finish_step(&mut self, id: Option<&str>, outcome: StepOutcome, detail: &str) {
+        let index = match id {
+            Some(id) => self.ids.get(id).copied(),
+            None => self
+                .answered
+                .last()
+                .is_some_and(|done| !done)
+                .then(|| self.steps.len() - 1),
+        };
+        if let Some(index) = index {
             let step = &mut self.steps[index];
             step.outcome = outcome;
             step.detail = cap_chars(detail, MAX_DETAIL_CHARS);
@@ -134,37 +273,12 @@ impl Collector {
         }
     }
 
-    /// A call reported once, already finished.
-    pub(super) fn add_step(
-        &mut self,
-        id: Option<&str>,
-        tool: &str,
-        input: String,
-        outcome: StepOutcome,
-        detail: &str,
-        on_event: &mut dyn FnMut(StreamEvent),
-    ) {
-        self.start_step(id, tool, input, on_event);
-        match id {
-            Some(id) => self.finish_step(id, outcome, detail),
-            None => {
-                if let (Some(step), Some(done)) = (self.steps.last_mut(), self.answered.last_mut())
-                    && !*done
-                {
-                    step.outcome = outcome;
-                    step.detail = cap_chars(detail, MAX_DETAIL_CHARS);
-                    *done = true;
-                }
-            }
-        }
-    }
-
-    pub(super) fn has_step(&self, id: &str) -> bool {
+    fn has_step(&self, id: &str) -> bool {
         self.ids.contains_key(id)
     }
 
     /// Overrides a call's outcome (e.g. Claude lists it in `permission_denials`).
-    pub(super) fn set_outcome(&mut self, id: &str, outcome: StepOutcome, detail_if_empty: &str) {
+    fn set_outcome(&mut self, id: &str, outcome: StepOutcome, detail_if_empty: &str) {
         if let Some(&index) = self.ids.get(id) {
             let step = &mut self.steps[index];
             step.outcome = outcome;
@@ -176,7 +290,7 @@ impl Collector {
     }
 
     /// Calls that never got a result keep `NotExecuted`, with a word on why.
-    pub(super) fn close_unanswered(&mut self, detail: &str) {
+    fn close_unanswered(&mut self, detail: &str) {
         for (step, done) in self.steps.iter_mut().zip(&self.answered) {
             if !done && step.detail.is_empty() {
                 step.detail = detail.to_owned();
@@ -239,38 +353,15 @@ pub(super) fn cap_chars(s: &str, max: usize) -> String {
     }
 }
 
-pub(super) use weft_agents::stream::one_line;
+use weft_agents::stream::one_line;
 
-/// A CLI's error text, bounded, its line breaks kept (they are the CLI's own layout).
-pub(super) fn message_text(text: &str) -> String {
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| one_line(l, MAX_MESSAGE_CHARS))
-        .filter(|l| !l.is_empty())
-        .collect();
-    cap_chars(&lines.join("\n"), MAX_MESSAGE_CHARS)
-}
-
-/// A one-line summary of a tool's input for the log (shared with the task runners' view).
-pub(super) fn summarize_input(input: Option<&Value>) -> String {
-    weft_agents::stream::summarize_tool_input(input, MAX_INPUT_CHARS)
-}
-
-/// The text of a tool result's `content`: a string, or the `text` of its blocks.
-pub(super) fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) => o.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => cap_chars(&other.to_string(), MAX_DETAIL_CHARS),
+/// The planner's word for how a CLI said a tool call ended.
+fn step_outcome(outcome: ToolOutcome) -> StepOutcome {
+    match outcome {
+        ToolOutcome::Success => StepOutcome::Success,
+        ToolOutcome::Failure => StepOutcome::Failure,
+        ToolOutcome::Denied => StepOutcome::Denied,
+        ToolOutcome::Refused => StepOutcome::Refused,
     }
 }
 
@@ -367,17 +458,5 @@ mod tests {
         assert!(text.chars().count() <= MAX_MESSAGE_CHARS + MAX_MESSAGE_CHARS / 2 + 4);
         assert_eq!(excerpt("fatal: broke\n"), "fatal: broke");
         assert_eq!(excerpt(""), "");
-    }
-
-    #[test]
-    fn summaries_pick_the_telling_field() {
-        let v: Value = serde_json::json!({"file_path": "/a/b", "limit": 3});
-        assert_eq!(summarize_input(Some(&v)), "/a/b");
-        let v: Value = serde_json::json!({"pattern": "fn main", "path": "src"});
-        assert_eq!(summarize_input(Some(&v)), "fn main in src");
-        let v: Value = serde_json::json!({"command": "ls\n  -la"});
-        assert_eq!(summarize_input(Some(&v)), "ls -la");
-        let v: Value = serde_json::json!({"x": 1});
-        assert_eq!(summarize_input(Some(&v)), "{\"x\":1}");
     }
 }

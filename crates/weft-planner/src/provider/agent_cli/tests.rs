@@ -1,5 +1,8 @@
 use super::*;
 use crate::log::StepOutcome;
+use std::path::Path;
+
+use serde_json::Value;
 
 fn planner(kind: AgentCliKind) -> AgentCliPlanner {
     let mut config = AgentCliConfig::new(kind, "/repo");
@@ -43,6 +46,7 @@ fn kinds_have_names_programs_and_parse() {
         assert_eq!(kind.to_string(), kind.name());
     }
     assert_eq!(AgentCliKind::ClaudeCode.default_program(), "claude");
+    assert_eq!(AgentCliKind::Codex.default_program(), "codex");
     assert_eq!("claude".parse(), Ok(AgentCliKind::ClaudeCode));
     let err = "gemini".parse::<AgentCliKind>().unwrap_err();
     assert!(err.to_string().contains("`gemini`"));
@@ -67,31 +71,40 @@ fn debug_hides_env_values() {
     assert!(!shown.contains("s3cret-value"));
 }
 
+/// The turn's argv (without the program).
+fn argv(p: &AgentCliPlanner, turn: &TurnPlan) -> Vec<String> {
+    p.launch(turn).unwrap().args
+}
+
 #[test]
 fn claude_argv_first_turn_and_resume() {
     let p = planner(AgentCliKind::ClaudeCode);
-    let base = [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--permission-mode",
-        "plan",
-        "--disallowedTools",
-        "Edit,Write,MultiEdit,NotebookEdit",
-        "--append-system-prompt",
-        "SYS",
-        "--model",
-        "m-1",
-        "--effort",
-        "high",
-    ];
-    let mut first = strs(&base);
-    first.extend(strs(&["--session-id", "u-1"]));
-    assert_eq!(p.argv(&fresh(Some("u-1"))), first);
-    let mut later = strs(&base);
-    later.extend(strs(&["--resume", "u-1"]));
-    assert_eq!(p.argv(&resume("u-1")), later);
+    let turn = |session: &[&str]| {
+        let mut args = strs(&["-p", "--output-format", "stream-json", "--verbose"]);
+        args.extend(strs(session));
+        args.extend(strs(&[
+            "--permission-mode",
+            "plan",
+            "--disallowedTools",
+            "Edit,Write,MultiEdit,NotebookEdit",
+            "--append-system-prompt",
+            "SYS",
+            "--model",
+            "m-1",
+            "--effort",
+            "high",
+        ]));
+        args
+    };
+    assert_eq!(
+        argv(&p, &fresh(Some("u-1"))),
+        turn(&["--session-id", "u-1"])
+    );
+    assert_eq!(argv(&p, &resume("u-1")), turn(&["--resume", "u-1"]));
+    let spec = p.launch(&fresh(Some("u-1"))).unwrap();
+    assert_eq!(spec.program, "claude");
+    assert_eq!(spec.cwd, Path::new("/repo"));
+    assert_eq!(spec.stream, weft_agents::StreamKind::ClaudeStreamJson);
     // Claude reads the message from stdin as is; the system text is a flag.
     assert_eq!(p.stdin_text(&fresh(Some("u-1"))), "MSG");
 }
@@ -101,11 +114,11 @@ fn claude_argv_without_model_effort_or_system() {
     let p = AgentCliPlanner::new(AgentCliConfig::new(AgentCliKind::ClaudeCode, "/r"));
     let mut turn = fresh(Some("u"));
     turn.system = "  ".to_owned();
-    let argv = p.argv(&turn);
+    let argv = argv(&p, &turn);
     for flag in ["--model", "--effort", "--append-system-prompt", "--resume"] {
         assert!(!argv.iter().any(|a| a == flag), "{flag} in {argv:?}");
     }
-    assert!(argv.ends_with(&strs(&["--session-id", "u"])));
+    assert_eq!(argv[4..6], strs(&["--session-id", "u"]));
 }
 
 #[test]
@@ -144,21 +157,15 @@ fn codex_argv_first_turn_and_resume() {
     ];
     let mut first = strs(&base);
     first.push("-".to_owned());
-    assert_eq!(p.argv(&fresh(None)), first);
+    assert_eq!(argv(&p, &fresh(None)), first);
     let mut later = strs(&base);
     later.extend(strs(&["resume", "th-1", "-"]));
-    assert_eq!(p.argv(&resume("th-1")), later);
+    assert_eq!(argv(&p, &resume("th-1")), later);
     // No fresh id is planned for Codex: it mints the thread id.
     assert_eq!(
         p.plan_turn("s", "m").session,
         TurnSession::Fresh { session_id: None }
     );
-}
-
-#[test]
-fn codex_effort_is_a_toml_string() {
-    assert_eq!(toml_string(r#"a"b\c"#), r#""a\"b\\c""#);
-    assert_eq!(toml_string("x\ny"), r#""x\ny""#);
 }
 
 #[test]
@@ -175,12 +182,24 @@ fn opencode_argv_first_turn_and_resume() {
         "--variant",
         "high",
     ];
-    assert_eq!(p.argv(&fresh(None)), strs(&base));
+    assert_eq!(argv(&p, &fresh(None)), strs(&base));
     let mut later = strs(&base);
     later.extend(strs(&["--session", "ses_1"]));
-    assert_eq!(p.argv(&resume("ses_1")), later);
-    let env = p.kind_env(Path::new("/repo"));
-    assert_eq!(env, vec![("PWD".to_owned(), "/repo".to_owned())]);
+    assert_eq!(argv(&p, &resume("ses_1")), later);
+    // `opencode run` takes its directory from $PWD, after the configured environment.
+    let mut config = p.config().clone();
+    config.env.push(("PWD".to_owned(), "/elsewhere".to_owned()));
+    let env = AgentCliPlanner::new(config)
+        .launch(&fresh(None))
+        .unwrap()
+        .env;
+    assert_eq!(
+        env,
+        [
+            ("PWD".to_owned(), "/elsewhere".to_owned()),
+            ("PWD".to_owned(), "/repo".to_owned())
+        ]
+    );
 }
 
 #[test]
@@ -210,20 +229,24 @@ fn set_session_ignores_blank_ids() {
     assert_eq!(p.session_id(), None);
 }
 
-/// Feeds JSON lines to a reader, as `send` does.
+/// Feeds JSON lines through the CLI's shared stream parser into a turn, as the supervisor
+/// and `send` do.
 fn read(kind: AgentCliKind, lines: &[Value], exit_ok: bool) -> (Verdict, AgentReply) {
-    let mut parser: Box<dyn StreamParser> = match kind {
-        AgentCliKind::ClaudeCode => Box::<claude::ClaudeStream>::default(),
-        AgentCliKind::Codex => Box::<codex::CodexStream>::default(),
-        AgentCliKind::OpenCode => Box::<opencode::OpencodeStream>::default(),
-    };
+    let stream = kind.manifest().stream();
+    let mut parser = weft_agents::stream::parser(stream);
     let mut turn = Collector::default();
+    let feed = |events: Vec<weft_agents::AgentEvent>, turn: &mut Collector| {
+        for event in events {
+            turn.event(event, kind.product(), &mut |_| {});
+        }
+    };
     for line in lines {
-        let obj = json_object(&line.to_string()).unwrap();
-        turn.saw_event = true;
-        parser.line(&obj, &mut turn, &mut |_| {});
+        let line = line.to_string();
+        turn.stdout_line(&line);
+        feed(parser.line(&line), &mut turn);
     }
-    let verdict = parser.verdict(&mut turn, exit_ok);
+    feed(parser.finish(), &mut turn);
+    let verdict = turn.verdict(stream, exit_ok);
     (verdict, turn.into_reply())
 }
 
@@ -329,6 +352,8 @@ fn codex_commands_map_to_outcomes() {
         ]
     );
     assert_eq!(reply.steps[0].tool, "command_execution");
+    assert!(reply.steps[2].detail.contains("Read-only file system"));
+    assert_eq!(reply.steps[3].detail, "declined by Codex's approval policy");
     assert_eq!(reply.steps[0].input, "/bin/bash -lc 'ls'");
     assert!(reply.steps[1].detail.ends_with("exit code 2"));
 }
