@@ -2,7 +2,11 @@
 //! and watched (supervision), and how its output is read (stream parsers) and judged
 //! (marker evidence).
 //!
-//! Nothing here knows about plans or the store; the engine passes in what to run.
+//! Every agent process weft runs goes through here: the engine's task attempts and the
+//! planner's turns (the agent-CLI planner launches its CLI's built-in manifest in
+//! [`manifest::PLAN_MODE`], under [`supervise::Attempt`], and reads the same
+//! [`AgentEvent`]s). Nothing here knows about plans or the store; callers pass in what to
+//! run.
 
 pub mod event;
 pub mod evidence;

@@ -265,7 +265,7 @@ pub struct TurnVars {
     /// `{{resume}}`: the CLI's own session id to continue.
     pub resume: Option<String>,
     /// `{{system}}`: instructions for the CLI's system prompt, when the manifest takes them
-    /// as an option ([`Manifest::takes_system`]).
+    /// as an option (`Manifest::renders(Var::System)`).
     pub system: Option<String>,
 }
 

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use super::{
     DETAIL_MAX, ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, json_object, one_line,
-    str_field, tool_summary,
+    str_field, strip_ansi, tool_summary,
 };
 use crate::event::{AgentEvent, ToolOutcome};
 
@@ -297,53 +297,4 @@ fn error_message(error: Option<&Value>) -> String {
         out.push_str("error");
     }
     bounded(&out, MESSAGE_MAX)
-}
-
-/// `line` without ANSI escape sequences (CSI, OSC, two-byte ESC sequences).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('[') => {
-                // Parameters and intermediates, then one final byte in @..~.
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\u{7}' {
-                        break;
-                    }
-                    if c == '\u{1b}' {
-                        chars.next_if_eq(&'\\');
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::strip_ansi;
-
-    #[test]
-    fn strips_colours() {
-        assert_eq!(
-            strip_ansi("\u{1b}[91m\u{1b}[1mError: \u{1b}[0mSession not found"),
-            "Error: Session not found"
-        );
-        assert_eq!(strip_ansi("a\u{1b}]0;title\u{7}b"), "ab");
-    }
 }

@@ -7,7 +7,7 @@
 //! watches it (its own process group, the message on stdin and then EOF, stdout read to
 //! the end, the group killed when the turn outlives `turn_timeout` or is interrupted), and
 //! weft-agents' parser for the CLI reads its stream. This module only turns those events
-//! into the turn's reply and research steps ([`collect`]) and words the failures.
+//! into the turn's reply and research steps (`collect`) and words the failures.
 //!
 //! Later turns resume the CLI's own session; that id is only a hint (weft's transcript is
 //! authoritative), so a failed fresh turn commits nothing and the next turn starts fresh

@@ -4,9 +4,7 @@
 //! everything kept here has a cap: a CLI that prints without end cannot grow weft's memory.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use weft_agents::{AgentEvent, StreamKind, ToolOutcome};
 
 use crate::chat::{AgentReply, AgentStep, StreamEvent, Usage};
@@ -369,11 +367,7 @@ fn step_outcome(outcome: ToolOutcome) -> StepOutcome {
 /// [`MAX_MESSAGE_CHARS`]. An `Error: …` line that scrolled out of that window (e.g. above a
 /// Rust backtrace) is put first, since it is the line that says what went wrong.
 pub(super) fn excerpt(raw: &str) -> String {
-    static ANSI: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
-            .expect("valid ANSI regex")
-    });
-    let clean = ANSI.replace_all(raw, "");
+    let clean = weft_agents::stream::strip_ansi(raw);
     let lines: Vec<&str> = clean
         .lines()
         .map(str::trim_end)
