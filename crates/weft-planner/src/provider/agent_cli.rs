@@ -9,6 +9,13 @@
 //! weft-agents' parser for the CLI reads its stream. This module only turns those events
 //! into the turn's reply and research steps (`collect`) and words the failures.
 //!
+//! Threads: the supervisor's (see `weft_agents::supervise`); the caller's thread receives
+//! its events, runs `on_event`, and looks at the interrupt flag at least every 20 ms (a
+//! raised flag cancels the attempt, which stops the whole group). Bounds: a stdout line
+//! longer than the supervisor's structured-line cap (4 MiB) is not parsed; stderr is kept
+//! as its last 16 KiB; the reply, steps and error texts are capped in `collect`. No output
+//! log is written: the research log is the turn's record.
+//!
 //! Later turns resume the CLI's own session; that id is only a hint (weft's transcript is
 //! authoritative), so a failed fresh turn commits nothing and the next turn starts fresh
 //! again.

@@ -406,3 +406,20 @@ fn opencode_sums_usage_and_reads_length_stops() {
     let (verdict, _) = read(AgentCliKind::OpenCode, &lines, false);
     assert_eq!(verdict, Verdict::Undecided { note: None });
 }
+
+#[test]
+fn claude_api_error_messages_are_never_reply_text() {
+    use serde_json::json;
+    // The planner reads the task runners' parser, so it knows `isApiErrorMessage` too.
+    let lines = [
+        json!({"type":"assistant","isApiErrorMessage":true,"parent_tool_use_id":null,"message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"API Error: Overloaded"}]}}),
+    ];
+    let (verdict, reply) = read(AgentCliKind::ClaudeCode, &lines, false);
+    assert_eq!(
+        verdict,
+        Verdict::Undecided {
+            note: Some("API Error: Overloaded".to_owned())
+        }
+    );
+    assert_eq!(reply.text, "");
+}
