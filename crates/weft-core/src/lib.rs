@@ -26,9 +26,12 @@ pub use model::{
 pub use prompt::{MAP_ROWS, TAIL_CHARS, compose, plan_map, tail_chars};
 pub use refs::{RefError, resolve_task_ref};
 pub use schedule::{
-    Blocker, blockers, descendants, is_met, next_to_start, readiness, stopped_by_failure,
+    Blocker, Frontier, blockers, descendants, is_met, next_to_start, readiness, stopped_by_failure,
     waiting_for_person,
 };
 pub use validate::{ValidationError, ValidationErrors, Warning, validate_tasks};
-pub use verdict::{CheckRun, Evidence, decide, marked_complete, summarize};
+pub use verdict::{
+    Cancelled, CheckRun, ChecksDue, Evidence, Judgement, decide, judge, marked_complete, settle,
+    summarize, with_landing,
+};
 pub use workflow::{WorkflowError, WorkflowFile, WorkflowFormat};

@@ -168,6 +168,128 @@ pub fn waiting_for_person(plan: &Plan, landed: &dyn Fn(&Task) -> bool) -> Vec<us
         .collect()
 }
 
+/// What the scheduler needs to know about one task to classify it, beside its
+/// dependencies.
+fn gate(task: &Task) -> Option<TaskKind> {
+    let waiting = matches!(task.status, TaskStatus::Pending | TaskStatus::Approved);
+    let content = match task.kind {
+        TaskKind::Ai => !task.prompt.trim().is_empty(),
+        TaskKind::Ops => task
+            .command
+            .as_deref()
+            .is_some_and(|c| !c.trim().is_empty()),
+        TaskKind::Manual => true,
+    };
+    (waiting && !task.hold && content).then_some(task.kind)
+}
+
+/// [`next_to_start`] and [`waiting_for_person`] kept current as tasks change, for a run
+/// loop that asks after every finished task: building it costs one pass over the plan,
+/// and each change costs the task's direct dependents, not the plan.
+///
+/// It agrees with [`readiness`] (`Ok`, or `NeedsPerson` for manual tasks) at every step:
+/// a task with a failed upstream always has a dependency that is not met (a failure is not
+/// met, and a failure is only inherited through dependencies that are not done), so
+/// counting unmet dependencies is enough. The plan's shape (tasks, order, dependencies)
+/// must not change under it: after such an edit, build a new one.
+#[derive(Debug, Clone)]
+pub struct Frontier {
+    /// Per task: the tasks listing it as a dependency, once per listing.
+    dependents: Vec<Vec<usize>>,
+    /// Per task: listed dependencies that are not met (unknown and self ones never are).
+    unmet: Vec<u32>,
+    met: Vec<bool>,
+    /// Tasks that may start now, by plan order.
+    ready: std::collections::BTreeSet<usize>,
+    /// Manual tasks waiting for a person, by plan order.
+    person: std::collections::BTreeSet<usize>,
+}
+
+impl Frontier {
+    pub fn new(plan: &Plan, landed: &dyn Fn(&Task) -> bool) -> Frontier {
+        let tasks = &plan.tasks;
+        let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
+        for (index, task) in tasks.iter().enumerate() {
+            index_of.entry(task.id.as_str()).or_insert(index);
+        }
+        let met: Vec<bool> = tasks.iter().map(|t| is_met(t, landed)).collect();
+        let mut dependents = vec![Vec::new(); tasks.len()];
+        let mut unmet = vec![0u32; tasks.len()];
+        for (index, task) in tasks.iter().enumerate() {
+            for dependency in &task.dependencies {
+                match index_of.get(dependency.as_str()) {
+                    Some(&d) if d != index => {
+                        dependents[d].push(index);
+                        unmet[index] += u32::from(!met[d]);
+                    }
+                    _ => unmet[index] += 1,
+                }
+            }
+        }
+        let mut frontier = Frontier {
+            dependents,
+            unmet,
+            met,
+            ready: Default::default(),
+            person: Default::default(),
+        };
+        for index in 0..tasks.len() {
+            frontier.classify(plan, index);
+        }
+        frontier
+    }
+
+    /// Task `index` changed (status, hold, prompt, command): update what depends on it.
+    pub fn update(&mut self, plan: &Plan, index: usize, landed: &dyn Fn(&Task) -> bool) {
+        let met = is_met(&plan.tasks[index], landed);
+        if met != self.met[index] {
+            self.met[index] = met;
+            for position in 0..self.dependents[index].len() {
+                let dependent = self.dependents[index][position];
+                if met {
+                    self.unmet[dependent] -= 1;
+                } else {
+                    self.unmet[dependent] += 1;
+                }
+                self.classify(plan, dependent);
+            }
+        }
+        self.classify(plan, index);
+    }
+
+    fn classify(&mut self, plan: &Plan, index: usize) {
+        self.ready.remove(&index);
+        self.person.remove(&index);
+        if self.unmet[index] > 0 {
+            return;
+        }
+        match gate(&plan.tasks[index]) {
+            Some(TaskKind::Manual) => {
+                self.person.insert(index);
+            }
+            Some(_) => {
+                self.ready.insert(index);
+            }
+            None => {}
+        }
+    }
+
+    /// As [`next_to_start`]: at most `cap - running` ready tasks in plan order, none when
+    /// `halted`.
+    pub fn next_to_start(&self, running: usize, cap: usize, halted: bool) -> Vec<usize> {
+        let free = cap.saturating_sub(running);
+        if halted {
+            return Vec::new();
+        }
+        self.ready.iter().copied().take(free).collect()
+    }
+
+    /// As [`waiting_for_person`].
+    pub fn waiting_for_person(&self) -> Vec<usize> {
+        self.person.iter().copied().collect()
+    }
+}
+
 /// The dependency graph of one plan, resolved once.
 struct Graph<'a> {
     plan: &'a Plan,
@@ -544,5 +666,102 @@ mod tests {
                 "it is a manual task: a person completes it",
             ]
         );
+    }
+
+    mod frontier {
+        use super::*;
+        use proptest::prelude::*;
+
+        const STATUSES: [TaskStatus; 7] = [
+            TaskStatus::Pending,
+            TaskStatus::Approved,
+            TaskStatus::InProgress,
+            TaskStatus::Completed,
+            TaskStatus::Skipped,
+            TaskStatus::Failed,
+            TaskStatus::Blocked,
+        ];
+
+        /// A task: its dependencies (earlier indices, an unknown id, or itself), kind,
+        /// status, hold and whether it has its prompt/command.
+        type Spec = (Vec<usize>, bool, bool, u8, usize, bool, bool);
+
+        fn build(specs: &[Spec]) -> Plan {
+            let mut p = plan(&[]);
+            for (index, (deps, unknown, itself, kind, status, hold, empty)) in
+                specs.iter().enumerate()
+            {
+                let mut t = Task::new(format!("t{index}"), "T");
+                t.kind = [TaskKind::Ai, TaskKind::Ops, TaskKind::Manual][*kind as usize % 3];
+                t.prompt = if *empty { String::new() } else { "do".into() };
+                t.command = (!*empty).then(|| "make".to_owned());
+                t.status = STATUSES[status % STATUSES.len()];
+                t.hold = *hold;
+                t.dependencies = deps
+                    .iter()
+                    .filter(|&&d| d < index)
+                    .map(|d| format!("t{d}"))
+                    .collect();
+                if *unknown {
+                    t.dependencies.push("nowhere".into());
+                }
+                if *itself {
+                    t.dependencies.push(format!("t{index}"));
+                }
+                p.tasks.push(t);
+            }
+            p.renumber();
+            p
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            (
+                proptest::collection::vec(0usize..12, 0..3),
+                proptest::bool::weighted(0.05),
+                proptest::bool::weighted(0.05),
+                0u8..3,
+                0usize..7,
+                proptest::bool::weighted(0.1),
+                proptest::bool::weighted(0.1),
+            )
+        }
+
+        fn completed(t: &Task) -> bool {
+            t.status == TaskStatus::Completed
+        }
+
+        proptest! {
+            /// After any sequence of changes, the frontier answers what the batch
+            /// functions answer on the whole plan.
+            #[test]
+            fn the_frontier_agrees_with_the_batch_rules(
+                specs in proptest::collection::vec(spec(), 1..12),
+                changes in proptest::collection::vec((0usize..12, 0usize..7, any::<bool>()), 0..24),
+                cap in 1usize..5,
+                running in 0usize..3,
+            ) {
+                let mut p = build(&specs);
+                let mut frontier = Frontier::new(&p, &completed);
+                for (index, status, hold) in changes {
+                    let index = index % p.tasks.len();
+                    p.tasks[index].status = STATUSES[status];
+                    p.tasks[index].hold = hold && status % 2 == 0;
+                    frontier.update(&p, index, &completed);
+                    prop_assert_eq!(
+                        frontier.next_to_start(running, cap, false),
+                        next_to_start(&p, running, cap, false, &completed)
+                    );
+                    prop_assert_eq!(
+                        frontier.waiting_for_person(),
+                        waiting_for_person(&p, &completed)
+                    );
+                }
+                prop_assert!(frontier.next_to_start(0, cap, true).is_empty());
+                prop_assert_eq!(
+                    frontier.next_to_start(0, 64, false),
+                    next_to_start(&p, 0, 64, false, &completed)
+                );
+            }
+        }
     }
 }

@@ -15,10 +15,22 @@
 //! and the reason names it. An error reported by the agent's structured stream is stored as
 //! a diagnostic check beside the marker and never decides.
 //!
+//! **One gate.** [`judge`] is the only place that says whether an attempt's agent passed,
+//! and a passing agent comes back as [`ChecksDue`]: the one way from there to a verdict is
+//! [`ChecksDue::finish`] with the runs of the task's checks. A check the evidence names in
+//! [`Evidence::due_checks`] that did not run (and was not cut short by an earlier failing
+//! check) fails the verdict, so no way an attempt can end with its marker seen (cleanly,
+//! killed after the marker, or at its time limit) passes without its checks.
+//!
+//! [`settle`] turns a verdict (and a landing, for isolated work) into the stored status of
+//! the attempt and of its task; [`with_landing`] words the landing into the reason.
+//!
 //! Every verdict obeys: the outcome is pass exactly when every check that is not skipped
 //! passed, and a skipped check's `passed` says whether what it saw looked clean.
 
-use crate::model::{Check, OutputSummary, Timestamp, Verdict, VerdictOutcome};
+use crate::model::{
+    AttemptStatus, Check, Landing, OutputSummary, TaskStatus, Timestamp, Verdict, VerdictOutcome,
+};
 use crate::prompt::{TAIL_CHARS, tail_chars};
 
 /// Stored check names.
@@ -62,8 +74,9 @@ pub struct Evidence {
     /// `is_error`, `turn.failed` or an error event from the structured stream: diagnostic.
     pub stream_error: Option<String>,
     pub spawn_error: Option<String>,
-    /// Per-task checks, run only after a passing agent.
-    pub checks: Vec<CheckRun>,
+    /// The task's check commands, in order: each must run and exit 0 before a passing
+    /// agent's attempt passes.
+    pub due_checks: Vec<String>,
 }
 
 /// The stored name of a per-task check.
@@ -71,23 +84,163 @@ pub fn check_name(command: &str) -> String {
     format!("{CHECK_COMMAND_PREFIX}{command}")
 }
 
-/// Decide an attempt from its evidence (see the module documentation for the rules).
-pub fn decide(evidence: &Evidence, now: Timestamp) -> Verdict {
-    let (outcome, reason, mut checks) = agent_verdict(evidence);
-    let (outcome, reason) = match outcome {
-        VerdictOutcome::Pass => with_task_checks(reason, &evidence.checks, &mut checks),
-        VerdictOutcome::Fail => {
-            // Not expected (checks run only after a pass), but evidence is never dropped.
-            checks.extend(evidence.checks.iter().map(task_check));
-            (outcome, reason)
-        }
-    };
-    Verdict {
-        outcome,
-        reason,
-        checks,
-        decided_at: now,
+/// The agent's part of a verdict: settled, or passed with the task's checks still due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Judgement {
+    /// The attempt failed (or was cancelled) on its own evidence; no check runs.
+    Settled(Verdict),
+    /// The agent (or command) passed. Run [`ChecksDue::commands`] (in order, stopping at
+    /// the first that fails), then [`ChecksDue::finish`]: there is no other way to a
+    /// passing verdict.
+    ChecksDue(ChecksDue),
+}
+
+/// A passing agent whose task's checks have not run yet. Only [`judge`] makes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct ChecksDue {
+    reason: String,
+    checks: Vec<Check>,
+    commands: Vec<String>,
+}
+
+impl ChecksDue {
+    /// The check commands to run, in order.
+    pub fn commands(&self) -> &[String] {
+        &self.commands
     }
+
+    /// The verdict once the checks ran: `runs` are their results in order (a failing run
+    /// may end the list early). A due check that neither ran nor was cut short by an
+    /// earlier failure fails the verdict.
+    pub fn finish(self, runs: &[CheckRun], now: Timestamp) -> Verdict {
+        let ChecksDue {
+            reason,
+            mut checks,
+            commands,
+        } = self;
+        let (mut outcome, mut reason) = with_task_checks(reason, runs, &mut checks);
+        let cut_short = runs.iter().any(|r| r.exit_code != Some(0));
+        let missing: Vec<&String> = if cut_short {
+            Vec::new()
+        } else {
+            commands.iter().skip(runs.len()).collect()
+        };
+        if let Some(first) = missing.first() {
+            for command in &missing {
+                checks.push(check(
+                    &check_name(command),
+                    false,
+                    false,
+                    "did not run: a check must run and exit 0 before the attempt passes",
+                ));
+            }
+            outcome = VerdictOutcome::Fail;
+            reason = format!("Failed: the check `{first}` did not run.");
+        }
+        Verdict {
+            outcome,
+            reason,
+            checks,
+            decided_at: now,
+        }
+    }
+}
+
+/// Judge the agent (or command) of an attempt from its evidence (see the module
+/// documentation for the rules).
+pub fn judge(evidence: &Evidence, now: Timestamp) -> Judgement {
+    let (outcome, reason, checks) = agent_verdict(evidence);
+    match outcome {
+        VerdictOutcome::Pass => Judgement::ChecksDue(ChecksDue {
+            reason,
+            checks,
+            commands: evidence.due_checks.clone(),
+        }),
+        VerdictOutcome::Fail => Judgement::Settled(Verdict {
+            outcome,
+            reason,
+            checks,
+            decided_at: now,
+        }),
+    }
+}
+
+/// Decide an attempt from its evidence and the runs of its checks in one step: [`judge`],
+/// then [`ChecksDue::finish`] with `runs` when the agent passed.
+pub fn decide(evidence: &Evidence, runs: &[CheckRun], now: Timestamp) -> Verdict {
+    match judge(evidence, now) {
+        Judgement::Settled(mut verdict) => {
+            // Not expected (checks run only after a pass), but evidence is never dropped.
+            verdict.checks.extend(runs.iter().map(task_check));
+            verdict
+        }
+        Judgement::ChecksDue(due) => due.finish(runs, now),
+    }
+}
+
+/// How an attempt came to be cancelled, when it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// A person cancelled this task (`weft cancel`).
+    ByUser,
+    /// The run was stopped (`weft stop`, Ctrl-C): the task is interrupted, retried on the
+    /// next run.
+    ByStop,
+}
+
+/// The stored status of an ended attempt and of its task.
+///
+/// A passing verdict completes the task unless its landing conflicted (then the attempt
+/// stays passed and the task is conflicted); a failing one is interrupted when the run was
+/// stopped under it, cancelled when a person cancelled it, else failed.
+pub fn settle(
+    outcome: VerdictOutcome,
+    landing: Option<&Landing>,
+    cancelled: Option<Cancelled>,
+) -> (AttemptStatus, TaskStatus) {
+    match (outcome, landing, cancelled) {
+        (VerdictOutcome::Pass, Some(landing), _) if !landing.is_landed() => {
+            (AttemptStatus::Passed, TaskStatus::Conflicted)
+        }
+        (VerdictOutcome::Pass, _, _) => (AttemptStatus::Passed, TaskStatus::Completed),
+        (VerdictOutcome::Fail, _, Some(Cancelled::ByStop)) => {
+            (AttemptStatus::Interrupted, TaskStatus::Interrupted)
+        }
+        (VerdictOutcome::Fail, _, Some(Cancelled::ByUser)) => {
+            (AttemptStatus::Cancelled, TaskStatus::Cancelled)
+        }
+        (VerdictOutcome::Fail, _, None) => (AttemptStatus::Failed, TaskStatus::Failed),
+    }
+}
+
+/// A passing verdict's reason once its work was landed: where it landed, that it changed
+/// nothing, or (the task is then conflicted) why it could not land. `branch` is the
+/// attempt's branch, kept on a conflict.
+pub fn with_landing(mut verdict: Verdict, landing: &Landing, branch: &str) -> Verdict {
+    match landing {
+        Landing::Landed { merge } => {
+            verdict
+                .reason
+                .push_str(&format!(" Landed as {}.", &merge[..merge.len().min(12)]));
+        }
+        Landing::NoChanges => verdict
+            .reason
+            .push_str(" It changed nothing, so nothing was landed."),
+        Landing::Conflicted { files, detail } => {
+            verdict.reason = if files.is_empty() || detail.starts_with("conflict markers") {
+                format!("Conflicted: {detail}")
+            } else {
+                format!(
+                    "Conflicted: landing it conflicts with the integration branch in {}; its \
+                     branch {branch} and worktree are kept",
+                    files.join(", ")
+                )
+            };
+        }
+    }
+    verdict
 }
 
 /// `weft complete N`: a pass whose only check says no verification ran.
@@ -439,6 +592,7 @@ mod tests {
                 exit_code: Some(0),
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -495,6 +649,7 @@ mod tests {
                     signal,
                     ..agent()
                 },
+                &[],
                 NOW,
             );
             consistent(&v);
@@ -512,6 +667,7 @@ mod tests {
                 killed_after_marker: true,
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -546,6 +702,7 @@ mod tests {
                     marker_seen: Some(view.into()),
                     ..agent()
                 },
+                &[],
                 NOW,
             );
             assert_eq!(
@@ -562,6 +719,7 @@ mod tests {
                 exit_code: Some(0),
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -610,6 +768,7 @@ mod tests {
                     signal,
                     ..agent()
                 },
+                &[],
                 NOW,
             );
             consistent(&v);
@@ -628,6 +787,7 @@ mod tests {
                     stream_error: Some("is_error: rate limited".into()),
                     ..agent()
                 },
+                &[],
                 NOW,
             );
             consistent(&v);
@@ -667,6 +827,7 @@ mod tests {
                 signal: Some(9),
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -700,6 +861,7 @@ mod tests {
                 timed_out: true,
                 ..exec()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -715,6 +877,7 @@ mod tests {
                 timed_out: true,
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -737,7 +900,7 @@ mod tests {
                 ..exec()
             },
         ] {
-            let v = decide(&evidence, NOW);
+            let v = decide(&evidence, &[], NOW);
             consistent(&v);
             assert_eq!(v.outcome, VerdictOutcome::Fail);
             assert_eq!(v.reason, "cancelled");
@@ -760,6 +923,7 @@ mod tests {
                 spawn_error: Some("claude: not found".into()),
                 ..agent()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -789,6 +953,7 @@ mod tests {
                 spawn_error: Some("sh: not found".into()),
                 ..exec()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -805,6 +970,7 @@ mod tests {
                 exit_code: Some(0),
                 ..exec()
             },
+            &[],
             NOW,
         );
         consistent(&v);
@@ -849,6 +1015,7 @@ mod tests {
                     signal,
                     ..exec()
                 },
+                &[],
                 NOW,
             );
             consistent(&v);
@@ -862,6 +1029,7 @@ mod tests {
                 exit_code: Some(1),
                 ..exec()
             },
+            &[],
             NOW,
         );
         assert_eq!(v.outcome, VerdictOutcome::Fail);
@@ -881,9 +1049,9 @@ mod tests {
             &Evidence {
                 marker_seen: Some("raw".into()),
                 exit_code: Some(0),
-                checks: vec![run("cargo test", Some(0), "ok")],
                 ..agent()
             },
+            &[run("cargo test", Some(0), "ok")],
             NOW,
         );
         consistent(&v);
@@ -898,9 +1066,9 @@ mod tests {
         let v = decide(
             &Evidence {
                 exit_code: Some(0),
-                checks: vec![run("a", Some(0), ""), run("b", Some(0), "")],
                 ..exec()
             },
+            &[run("a", Some(0), ""), run("b", Some(0), "")],
             NOW,
         );
         assert!(
@@ -915,13 +1083,13 @@ mod tests {
             &Evidence {
                 marker_seen: Some("raw".into()),
                 exit_code: Some(0),
-                checks: vec![
-                    run("cargo fmt --check", Some(0), ""),
-                    run("cargo test", Some(101), "test result: FAILED. 1 failed\n"),
-                    run("cargo clippy", None, ""),
-                ],
                 ..agent()
             },
+            &[
+                run("cargo fmt --check", Some(0), ""),
+                run("cargo test", Some(101), "test result: FAILED. 1 failed\n"),
+                run("cargo clippy", None, ""),
+            ],
             NOW,
         );
         consistent(&v);
@@ -946,9 +1114,9 @@ mod tests {
         let v = decide(
             &Evidence {
                 marker_seen: Some("raw".into()),
-                checks: vec![run("make lint", None, "")],
                 ..agent()
             },
+            &[run("make lint", None, "")],
             NOW,
         );
         assert_eq!(v.reason, "Failed: the check `make lint` did not finish.");
@@ -959,9 +1127,9 @@ mod tests {
         let v = decide(
             &Evidence {
                 exit_code: Some(1),
-                checks: vec![run("cargo test", Some(0), "")],
                 ..agent()
             },
+            &[run("cargo test", Some(0), "")],
             NOW,
         );
         consistent(&v);
@@ -998,5 +1166,267 @@ mod tests {
         assert_eq!(summary.log_tail.chars().count(), TAIL_CHARS);
         assert!(summary.log_tail.ends_with("x\nend of run"));
         assert_eq!(summary.captured_at, NOW + 1);
+    }
+
+    fn due(evidence: &Evidence) -> ChecksDue {
+        match judge(evidence, NOW) {
+            Judgement::ChecksDue(due) => due,
+            Judgement::Settled(v) => panic!("expected the checks to be due: {v:?}"),
+        }
+    }
+
+    /// Every way an attempt can end with its marker seen owes its task's checks.
+    #[test]
+    fn every_ending_with_the_marker_seen_owes_the_checks() {
+        let seen = Evidence {
+            marker_seen: Some("raw".into()),
+            due_checks: vec!["cargo test".into()],
+            ..agent()
+        };
+        for evidence in [
+            Evidence {
+                exit_code: Some(0),
+                ..seen.clone()
+            },
+            Evidence {
+                exit_code: Some(1),
+                ..seen.clone()
+            },
+            Evidence {
+                signal: Some(15),
+                killed_after_marker: true,
+                ..seen.clone()
+            },
+            Evidence {
+                timed_out: true,
+                signal: Some(9),
+                ..seen.clone()
+            },
+            seen.clone(),
+        ] {
+            let due = due(&evidence);
+            assert_eq!(due.commands(), ["cargo test".to_owned()]);
+            let v = due.finish(&[run("cargo test", Some(1), "boom")], NOW);
+            consistent(&v);
+            assert_eq!(v.outcome, VerdictOutcome::Fail, "{evidence:?}");
+            assert_eq!(
+                v.reason,
+                "Failed: the check `cargo test` exited with code 1."
+            );
+        }
+    }
+
+    #[test]
+    fn a_marker_then_a_timeout_passes_only_through_its_checks() {
+        let evidence = Evidence {
+            marker_seen: Some("raw".into()),
+            timed_out: true,
+            due_checks: vec!["make test".into()],
+            ..agent()
+        };
+        let v = due(&evidence).finish(&[run("make test", Some(0), "")], NOW);
+        consistent(&v);
+        assert_eq!(v.outcome, VerdictOutcome::Pass);
+        assert!(
+            v.checks
+                .iter()
+                .any(|c| c.name == "check:make test" && c.passed)
+        );
+        assert!(v.checks.iter().any(|c| c.name == "timeout" && c.skipped));
+    }
+
+    #[test]
+    fn a_due_check_that_did_not_run_fails_the_verdict() {
+        let evidence = Evidence {
+            exit_code: Some(0),
+            due_checks: vec!["a".into(), "b".into(), "c".into()],
+            ..exec()
+        };
+        let v = due(&evidence).finish(&[], NOW);
+        consistent(&v);
+        assert_eq!(v.outcome, VerdictOutcome::Fail);
+        assert_eq!(v.reason, "Failed: the check `a` did not run.");
+        assert_eq!(v.checks.len(), 4);
+        let v = due(&evidence).finish(&[run("a", Some(0), "")], NOW);
+        consistent(&v);
+        assert_eq!(v.reason, "Failed: the check `b` did not run.");
+        // A failing check ends the list: the ones after it are not owed.
+        let v = due(&evidence).finish(&[run("a", Some(2), "")], NOW);
+        consistent(&v);
+        assert_eq!(v.reason, "Failed: the check `a` exited with code 2.");
+        assert_eq!(v.checks.len(), 2);
+    }
+
+    #[test]
+    fn a_failing_agent_is_settled_without_checks() {
+        for evidence in [
+            Evidence {
+                timed_out: true,
+                ..agent()
+            },
+            Evidence {
+                exit_code: Some(0),
+                ..agent()
+            },
+            Evidence {
+                cancelled: true,
+                marker_seen: Some("raw".into()),
+                ..agent()
+            },
+            Evidence {
+                exit_code: Some(3),
+                ..exec()
+            },
+        ] {
+            let evidence = Evidence {
+                due_checks: vec!["cargo test".into()],
+                ..evidence
+            };
+            let Judgement::Settled(v) = judge(&evidence, NOW) else {
+                panic!("a failing agent owes no checks: {evidence:?}");
+            };
+            consistent(&v);
+            assert_eq!(v.outcome, VerdictOutcome::Fail);
+        }
+    }
+
+    #[test]
+    fn settle_maps_verdict_landing_and_cancellation_to_statuses() {
+        use {AttemptStatus as A, TaskStatus as T};
+        let landed = Landing::Landed {
+            merge: "abc".into(),
+        };
+        let conflicted = Landing::Conflicted {
+            files: vec!["a".into()],
+            detail: "x".into(),
+        };
+        let pass = VerdictOutcome::Pass;
+        let fail = VerdictOutcome::Fail;
+        for (outcome, landing, cancelled, expected) in [
+            (pass, None, None, (A::Passed, T::Completed)),
+            (pass, Some(&landed), None, (A::Passed, T::Completed)),
+            (
+                pass,
+                Some(&Landing::NoChanges),
+                None,
+                (A::Passed, T::Completed),
+            ),
+            (pass, Some(&conflicted), None, (A::Passed, T::Conflicted)),
+            (fail, None, None, (A::Failed, T::Failed)),
+            (
+                fail,
+                None,
+                Some(Cancelled::ByStop),
+                (A::Interrupted, T::Interrupted),
+            ),
+            (
+                fail,
+                None,
+                Some(Cancelled::ByUser),
+                (A::Cancelled, T::Cancelled),
+            ),
+        ] {
+            assert_eq!(settle(outcome, landing, cancelled), expected);
+        }
+    }
+
+    #[test]
+    fn the_landing_is_worded_into_the_reason() {
+        let pass = || Verdict {
+            outcome: VerdictOutcome::Pass,
+            reason: "Passed: ok.".into(),
+            checks: Vec::new(),
+            decided_at: NOW,
+        };
+        let landed = Landing::Landed {
+            merge: "0123456789abcdef".into(),
+        };
+        assert_eq!(
+            with_landing(pass(), &landed, "b").reason,
+            "Passed: ok. Landed as 0123456789ab."
+        );
+        assert_eq!(
+            with_landing(pass(), &Landing::NoChanges, "b").reason,
+            "Passed: ok. It changed nothing, so nothing was landed."
+        );
+        let conflict = Landing::Conflicted {
+            files: vec!["src/a.rs".into()],
+            detail: "merge conflict".into(),
+        };
+        assert_eq!(
+            with_landing(pass(), &conflict, "weft/r/1-a").reason,
+            "Conflicted: landing it conflicts with the integration branch in src/a.rs; its \
+             branch weft/r/1-a and worktree are kept"
+        );
+        let markers = Landing::Conflicted {
+            files: vec!["src/a.rs".into()],
+            detail: "conflict markers are still in src/a.rs".into(),
+        };
+        assert_eq!(
+            with_landing(pass(), &markers, "b").reason,
+            "Conflicted: conflict markers are still in src/a.rs"
+        );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn evidence() -> impl Strategy<Value = Evidence> {
+            (
+                any::<bool>(),
+                proptest::option::of(prop_oneof![Just("raw"), Just("transcript")]),
+                proptest::option::of(-1i32..3),
+                proptest::option::of(1i32..16),
+                any::<[bool; 4]>(),
+                proptest::option::of(Just("broken")),
+                proptest::collection::vec("[a-c]", 0..3),
+            )
+                .prop_map(|(marker, seen, exit_code, signal, flags, spawn, checks)| {
+                    Evidence {
+                        receives_marker: marker,
+                        marker_seen: seen.map(str::to_owned),
+                        exit_code,
+                        signal,
+                        timed_out: flags[0],
+                        cancelled: flags[1],
+                        killed_after_marker: flags[2],
+                        stream_error: flags[3].then(|| "oops".to_owned()),
+                        spawn_error: spawn.map(str::to_owned),
+                        due_checks: checks,
+                    }
+                })
+        }
+
+        proptest! {
+            /// A pass needs every due check to have run and exited 0; any failing or
+            /// missing check fails it; and a cancelled or timed-out attempt without its
+            /// marker never passes.
+            #[test]
+            fn no_pass_without_every_due_check(
+                e in evidence(),
+                fail_at in proptest::option::of(0usize..3),
+                ran in 0usize..4,
+            ) {
+                let runs: Vec<CheckRun> = e
+                    .due_checks
+                    .iter()
+                    .take(ran)
+                    .enumerate()
+                    .map(|(i, c)| run(c, Some(if Some(i) == fail_at { 1 } else { 0 }), ""))
+                    .collect();
+                let complete = runs.len() == e.due_checks.len()
+                    && runs.iter().all(|r| r.exit_code == Some(0));
+                let v = decide(&e, &runs, NOW);
+                consistent(&v);
+                if v.outcome == VerdictOutcome::Pass {
+                    prop_assert!(complete, "{:?} {:?}", e, runs);
+                    prop_assert!(!e.cancelled && e.spawn_error.is_none());
+                    prop_assert!(!e.timed_out || (e.receives_marker && e.marker_seen.is_some()));
+                }
+                let agent_passed = matches!(judge(&e, NOW), Judgement::ChecksDue(_));
+                prop_assert_eq!(v.outcome == VerdictOutcome::Pass, agent_passed && complete);
+            }
+        }
     }
 }

@@ -1,21 +1,30 @@
-//! One attempt: launch planning, then the threads that wait for it and run its checks.
+//! One attempt: launch planning, then the threads that wait for it, judge it and run its
+//! checks.
+//!
+//! Threads: each started attempt has two, `weft-events-*` (forwards its live events to
+//! the loop) and `weft-wait-*` (waits, finds its transcript, asks core's one gate for the
+//! verdict, runs the checks that gate says are due, and sends the result). The events
+//! thread ends before the result is sent, so the loop sees an attempt's every event before
+//! its end. Bounds: the channel carries what the supervisor emits (bounded lines, idle
+//! notices); checks run one at a time with the task's timeout and a 4 MiB log each.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, SystemTime};
 
 use weft_agents::StreamKind;
 use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest};
-use weft_agents::supervise::{
-    Attempt as Supervised, Canceller, Outcome, SuperviseOptions, SupervisorEvent,
-};
+use weft_agents::supervise::{Canceller, Outcome, SuperviseOptions, SupervisorEvent};
 use weft_agents::transcript::{Found, Locator, Query, Store, find as find_transcript};
 use weft_core::marker::Marker;
 use weft_core::prompt::compose;
-use weft_core::verdict::CheckRun;
-use weft_core::{Plan, TaskKind};
+use weft_core::verdict::{CheckRun, Evidence, Judgement, judge};
+use weft_core::{Plan, TaskKind, Verdict};
 
+use crate::engine::now;
 use crate::error::EngineError;
+use crate::executor::Executor;
 use crate::{EngineConfig, defaults};
 
 /// Messages from attempt threads to the engine loop.
@@ -34,7 +43,8 @@ pub(crate) enum Msg {
 #[derive(Debug)]
 pub(crate) struct AttemptResult {
     pub outcome: Outcome,
-    pub checks: Vec<CheckRun>,
+    /// Decided by core's one gate, with the task's checks when the agent passed.
+    pub verdict: Verdict,
     /// The agent's own transcript of the attempt, when its runner names a store.
     pub transcript: Option<Found>,
 }
@@ -213,7 +223,7 @@ pub(crate) struct Started {
     pub canceller: Canceller,
 }
 
-/// What runs after the agent: per-task checks, in the task's folder.
+/// What is judged after the agent: its evidence, then per-task checks in the task's folder.
 pub(crate) struct CheckPlan {
     pub commands: Vec<String>,
     pub cwd: PathBuf,
@@ -226,8 +236,9 @@ pub(crate) struct CheckPlan {
     pub transcript: Option<TranscriptPlan>,
 }
 
-/// Start the attempt's process, then hand waiting (and checks) to its own thread.
+/// Start the attempt's process, then hand waiting, judging and checks to its own thread.
 pub(crate) fn start(
+    executor: &Arc<dyn Executor>,
     attempt_id: &str,
     spec: &LaunchSpec,
     options: SuperviseOptions,
@@ -235,12 +246,12 @@ pub(crate) fn start(
     to_engine: Sender<Msg>,
 ) -> Result<Started, String> {
     let (events_tx, events_rx) = mpsc::channel::<SupervisorEvent>();
-    let supervised = Supervised::start(spec, options, events_tx).map_err(|e| e.to_string())?;
+    let execution = executor.start(spec, options, events_tx)?;
     let started = Started {
-        pid: supervised.pid,
-        process_group: supervised.process_group,
-        started_at: supervised.started_at,
-        canceller: supervised.canceller(),
+        pid: execution.pid(),
+        process_group: execution.process_group(),
+        started_at: execution.started_at(),
+        canceller: execution.canceller(),
     };
     let forward = to_engine.clone();
     let id = attempt_id.to_owned();
@@ -261,101 +272,72 @@ pub(crate) fn start(
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     let id = attempt_id.to_owned();
+    let executor = Arc::clone(executor);
     std::thread::Builder::new()
         .name(format!("weft-wait-{id}"))
         .spawn(move || {
-            let outcome = supervised.wait();
+            let outcome = execution.wait();
             // Every event the attempt produced reaches the engine before its end does.
             let _ = forwarder.join();
-            let transcript = checks
-                .transcript
-                .as_ref()
-                .and_then(|plan| plan.find(outcome.session_id.as_deref()));
-            let marker_in_transcript = transcript
-                .as_ref()
-                .is_some_and(|found| found.marker_found && !found.weak);
-            let agent_passed = !outcome.timed_out
-                && !outcome.cancelled
-                && if checks.receives_marker {
-                    outcome.marker.is_some() || marker_in_transcript
-                } else {
-                    outcome.exit_code == Some(0)
-                };
-            let checks = if agent_passed {
-                run_checks(&checks)
-            } else {
-                Vec::new()
-            };
+            let result = judge_ended(executor.as_ref(), outcome, &checks);
             let _ = to_engine.send(Msg::Finished {
                 attempt: id,
-                result: Box::new(AttemptResult {
-                    outcome,
-                    checks,
-                    transcript,
-                }),
+                result: Box::new(result),
             });
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     Ok(started)
 }
 
+/// The evidence of an ended attempt: its outcome and, when one was found and is not a
+/// weak match, its transcript.
+fn evidence(outcome: &Outcome, transcript: Option<&Found>, plan: &CheckPlan) -> Evidence {
+    let strong = transcript.filter(|t| !t.weak);
+    Evidence {
+        receives_marker: plan.receives_marker,
+        marker_seen: outcome.marker.map(str::to_owned).or_else(|| {
+            strong
+                .filter(|t| t.marker_found)
+                .map(|_| "transcript".to_owned())
+        }),
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        cancelled: outcome.cancelled,
+        killed_after_marker: outcome.killed_after_marker,
+        stream_error: outcome.stream_error.clone(),
+        spawn_error: None,
+        due_checks: plan.commands.clone(),
+    }
+}
+
+/// Judge an ended attempt: core's one gate decides whether its agent passed, and a pass
+/// owes the task's checks, which run here, in the attempt's folder, before the verdict.
+fn judge_ended(executor: &dyn Executor, outcome: Outcome, plan: &CheckPlan) -> AttemptResult {
+    let transcript = plan
+        .transcript
+        .as_ref()
+        .and_then(|t| t.find(outcome.session_id.as_deref()));
+    let evidence = evidence(&outcome, transcript.as_ref(), plan);
+    let verdict = match judge(&evidence, now()) {
+        Judgement::Settled(verdict) => verdict,
+        Judgement::ChecksDue(due) => {
+            let runs = run_checks(executor, plan, due.commands());
+            due.finish(&runs, now())
+        }
+    };
+    AttemptResult {
+        outcome,
+        verdict,
+        transcript,
+    }
+}
+
 /// Run each check with `sh -c`, in order, stopping at the first that fails.
-fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
+fn run_checks(executor: &dyn Executor, plan: &CheckPlan, commands: &[String]) -> Vec<CheckRun> {
     let mut runs = Vec::new();
-    for (index, command) in plan.commands.iter().enumerate() {
-        let spec = LaunchSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), command.clone()],
-            env: Vec::new(),
-            stdin: None,
-            prompt_file: None,
-            cwd: plan.cwd.clone(),
-            needs_tty: false,
-            stream: StreamKind::Plain,
-            receives_marker: false,
-            relay: None,
-        };
-        let options = SuperviseOptions {
-            timeout: plan.timeout,
-            idle_after: plan.timeout,
-            kill_grace: plan.kill_grace,
-            marker_grace: plan.kill_grace,
-            log_path: plan
-                .log_dir
-                .join(format!("{}.check-{}.log", plan.attempt_id, index + 1)),
-            log_cap_bytes: 4 * 1024 * 1024,
-            tail_bytes: 4 * 1024,
-            marker_token: None,
-            secrets: plan.secrets.clone(),
-            relay: None,
-        };
-        // Nobody watches a check's live events: drop the receiver so they are not queued
-        // for the length of the check (the monitor ignores a closed channel).
-        let (tx, rx) = mpsc::channel();
-        drop(rx);
-        let run = match Supervised::start(&spec, options, tx) {
-            Ok(check) => {
-                let outcome = check.wait();
-                let mut tail = outcome.tail;
-                if outcome.timed_out {
-                    tail.push_str("\n[weft: check timed out]");
-                }
-                CheckRun {
-                    command: command.clone(),
-                    exit_code: if outcome.timed_out {
-                        None
-                    } else {
-                        outcome.exit_code
-                    },
-                    output_tail: tail,
-                }
-            }
-            Err(e) => CheckRun {
-                command: command.clone(),
-                exit_code: None,
-                output_tail: e.to_string(),
-            },
-        };
+    for (index, command) in commands.iter().enumerate() {
+        let run = run_check(executor, plan, index, command);
         let failed = run.exit_code != Some(0);
         runs.push(run);
         if failed {
@@ -363,4 +345,60 @@ fn run_checks(plan: &CheckPlan) -> Vec<CheckRun> {
         }
     }
     runs
+}
+
+fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &str) -> CheckRun {
+    let spec = LaunchSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), command.to_owned()],
+        env: Vec::new(),
+        stdin: None,
+        prompt_file: None,
+        cwd: plan.cwd.clone(),
+        needs_tty: false,
+        stream: StreamKind::Plain,
+        receives_marker: false,
+        relay: None,
+    };
+    let options = SuperviseOptions {
+        timeout: plan.timeout,
+        idle_after: plan.timeout,
+        kill_grace: plan.kill_grace,
+        marker_grace: plan.kill_grace,
+        log_path: plan
+            .log_dir
+            .join(format!("{}.check-{}.log", plan.attempt_id, index + 1)),
+        log_cap_bytes: 4 * 1024 * 1024,
+        tail_bytes: 4 * 1024,
+        marker_token: None,
+        secrets: plan.secrets.clone(),
+        relay: None,
+    };
+    // Nobody watches a check's live events: drop the receiver so they are not queued for
+    // the length of the check (the monitor ignores a closed channel).
+    let (tx, rx) = mpsc::channel();
+    drop(rx);
+    match executor.start(&spec, options, tx) {
+        Ok(check) => {
+            let outcome = check.wait();
+            let mut tail = outcome.tail;
+            if outcome.timed_out {
+                tail.push_str("\n[weft: check timed out]");
+            }
+            CheckRun {
+                command: command.to_owned(),
+                exit_code: if outcome.timed_out {
+                    None
+                } else {
+                    outcome.exit_code
+                },
+                output_tail: tail,
+            }
+        }
+        Err(e) => CheckRun {
+            command: command.to_owned(),
+            exit_code: None,
+            output_tail: e,
+        },
+    }
 }

@@ -1,6 +1,7 @@
 //! Recovery moves and control requests, from any terminal, whether or not a run is active.
 //!
-//! State changes go straight to the store (a running engine re-reads the plan every tick);
+//! State changes go straight to the store (a running engine sees the plan's revision move and
+//! reads it again);
 //! what only the engine can do (kill a running attempt, stop, start out of turn) is left as
 //! a control request it picks up.
 
@@ -52,6 +53,15 @@ fn has_failed_ancestor(plan: &Plan, index: usize) -> bool {
     false
 }
 
+/// The blocked descendants of `task_id` with no failed ancestor left.
+pub(crate) fn releasable(plan: &Plan, task_id: &str) -> Vec<String> {
+    descendants(plan, task_id)
+        .into_iter()
+        .filter(|&i| plan.tasks[i].status == TaskStatus::Blocked && !has_failed_ancestor(plan, i))
+        .map(|i| plan.tasks[i].id.clone())
+        .collect()
+}
+
 /// Blocked descendants of `task_id` with no failed ancestor left go back to pending.
 pub fn release_blocked(
     store: &mut Store,
@@ -59,11 +69,7 @@ pub fn release_blocked(
     task_id: &str,
 ) -> Result<Vec<String>, EngineError> {
     let plan = store.plan(plan_id)?;
-    let released: Vec<String> = descendants(&plan, task_id)
-        .into_iter()
-        .filter(|&i| plan.tasks[i].status == TaskStatus::Blocked && !has_failed_ancestor(&plan, i))
-        .map(|i| plan.tasks[i].id.clone())
-        .collect();
+    let released = releasable(&plan, task_id);
     if !released.is_empty() {
         let pending = TaskUpdate {
             status: Some(TaskStatus::Pending),

@@ -439,7 +439,35 @@ impl Isolation {
         Ok(folder)
     }
 
-    /// Commit what the agent left uncommitted, then land its branch on the integration
+    /// Commit what the agent left uncommitted on the attempt's branch, in every
+    /// repository; returns the new commit(s), encoded as refs are, when there was any.
+    pub fn commit(&self, cut: &Cut, task: &Task) -> Result<Option<String>, EngineError> {
+        let mut commits = Vec::new();
+        for part in &cut.parts {
+            let slot = &self.slots[part.slot];
+            // After a crash the worktree may already be gone; its branch holds the work then.
+            if !part.path.exists() {
+                continue;
+            }
+            let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
+            let commit = worktree
+                .commit_all(
+                    &format!("weft: task {}: {}", task.order, task.title),
+                    &part.links,
+                )
+                .map_err(git_error)?;
+            commits.extend(commit.map(|c| {
+                if self.is_group() {
+                    format!("{}={}", slot.name, c.as_str())
+                } else {
+                    c.as_str().to_owned()
+                }
+            }));
+        }
+        Ok((!commits.is_empty()).then(|| commits.join(";")))
+    }
+
+    /// Land the attempt's branch (committed by [`Isolation::commit`]) on the integration
     /// branch of every repository, all or nothing.
     pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
         let message = format!("weft: land task {}: {}", task.order, task.title);
@@ -448,16 +476,6 @@ impl Isolation {
         let mut changed = false;
         for part in &cut.parts {
             let slot = &self.slots[part.slot];
-            // After a crash the worktree may already be gone; its branch holds the work then.
-            if part.path.exists() {
-                let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
-                worktree
-                    .commit_all(
-                        &format!("weft: task {}: {}", task.order, task.title),
-                        &part.links,
-                    )
-                    .map_err(git_error)?;
-            }
             let outcome = slot
                 .repo
                 .land(

@@ -11,6 +11,7 @@ mod attempt;
 pub mod control;
 mod engine;
 mod error;
+mod executor;
 pub mod handoff;
 mod isolation;
 pub mod planning;

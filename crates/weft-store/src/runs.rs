@@ -648,6 +648,27 @@ impl Store {
         self.write(|tx| append_event(tx, plan_id, kind, &payload, now).map_err(&sql))
     }
 
+    /// The plan's revision. Every change to the plan or its tasks moves it by one, so a
+    /// reader holding a copy of the plan knows from this one cheap read whether to read it
+    /// again.
+    pub fn plan_revision(&self, plan_id: &str) -> Result<u64, StoreError> {
+        let sql = self.mapper();
+        let revision: Option<i64> = self
+            .conn
+            .query_row("SELECT revision FROM plans WHERE id = ?1", [plan_id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(&sql)?;
+        match revision {
+            Some(revision) => Ok(u64::try_from(revision).unwrap_or(0)),
+            None => Err(StoreError::UnknownPlan {
+                reference: plan_id.to_owned(),
+                known: String::new(),
+            }),
+        }
+    }
+
     /// The newest event sequence number (0 when there are none).
     pub fn last_event_seq(&self) -> Result<i64, StoreError> {
         let sql = self.mapper();

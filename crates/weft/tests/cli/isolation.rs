@@ -932,3 +932,73 @@ fn a_group_uses_the_repositories_weft_toml_lists() {
         "a repository weft.toml does not list was touched"
     );
 }
+
+/// The checks gate has no way around it: an agent that printed its marker and then ran
+/// into its time limit still owes its checks. A failing check fails the task and nothing
+/// lands; a passing one lets it land.
+#[test]
+fn a_marker_then_a_timeout_still_runs_the_checks_before_anything_lands() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        r#"goal = "g"
+runner = "claude-code"
+
+[[tasks]]
+id = "claims"
+title = "Claims success then hangs"
+prompt = '''
+@fake write out/claimed.txt claimed
+@fake marker
+@fake hang
+'''
+checks = ["echo the tests failed; exit 3"]
+
+[[tasks]]
+id = "honest"
+title = "Really done then hangs"
+prompt = '''
+@fake write out/honest.txt honest
+@fake marker
+@fake hang
+'''
+checks = ["test -f out/honest.txt"]
+"#,
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let run = weft.fails(&["-c", "task_timeout=3s", "run", "--isolated"], 1);
+    let json = weft.status_json();
+    let task = |id: &str| {
+        json["plan"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let claims = task("claims");
+    assert_eq!(claims["status"], "failed", "{}", run.stdout);
+    let verdict = &claims["verdict"];
+    assert_eq!(verdict["outcome"], "fail");
+    assert!(
+        verdict["reason"]
+            .as_str()
+            .unwrap()
+            .contains("echo the tests failed; exit 3"),
+        "{verdict}"
+    );
+    let checks = verdict["checks"].as_array().unwrap();
+    let named = |name: &str| checks.iter().find(|c| c["name"] == name).cloned();
+    assert_eq!(named("completion_marker").unwrap()["passed"], true);
+    assert_eq!(named("timeout").unwrap()["skipped"], true);
+    assert_eq!(
+        named("check:echo the tests failed; exit 3").unwrap()["passed"],
+        false
+    );
+    assert_eq!(task("honest")["status"], "completed", "{}", run.stdout);
+    let integration = format!("weft/{}/integration", run_id(&weft));
+    let landed = git(&weft, &["ls-tree", "-r", "--name-only", &integration]);
+    assert!(landed.contains("out/honest.txt"), "{landed}");
+    assert!(!landed.contains("out/claimed.txt"), "{landed}");
+}

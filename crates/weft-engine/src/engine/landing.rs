@@ -1,0 +1,107 @@
+//! The landing queue: every landing of a run goes through it, one at a time, lowest plan
+//! order first.
+//!
+//! A passing isolated attempt is journaled (`landing_started`) and queued; so is, at the
+//! start of a run, every attempt a dead engine journaled but never finished landing. The
+//! loop drains the queue after each batch of messages, so among the attempts that are
+//! waiting the lowest plan order lands first, and nothing else happens in between: a
+//! landing reads the integration tip, merges without any checkout and moves the branch
+//! with a compare-and-swap. A repair attempt lands on the same path; it is refused (as a
+//! conflict) while a conflict marker is left in the files it had to resolve.
+//!
+//! Threads: owned by the loop's thread; landings never overlap. Bounds: at most one entry
+//! per live attempt (plus those recovered at the start). Crash safety: an entry exists only
+//! after its journal entry is stored, and landing is idempotent (work already merged is
+//! recognised), so a landing cut short by a crash is finished by the next run.
+
+use std::collections::BTreeMap;
+
+use weft_core::{Attempt, Landing, Task};
+
+use super::settle::Ended;
+use crate::error::EngineError;
+use crate::executor::Executor;
+use crate::isolation::{Cut, Isolation};
+
+/// What happens once an attempt's work has landed.
+pub(crate) enum Then {
+    /// Record the attempt's end (it finished in this run).
+    Finish(Box<Ended>),
+    /// Record the landing of an attempt journaled by an engine that is gone.
+    Recovered(Box<Attempt>),
+}
+
+/// One attempt waiting to land.
+pub(crate) struct Waiting {
+    pub task: Task,
+    pub cut: Cut,
+    /// For a repair: the files that held conflict markers.
+    pub repair_files: Option<Vec<String>>,
+    pub then: Then,
+}
+
+#[derive(Default)]
+pub(crate) struct LandingQueue {
+    /// By plan order, then arrival.
+    waiting: BTreeMap<(u32, u64), Waiting>,
+    arrivals: u64,
+}
+
+impl LandingQueue {
+    pub fn push(&mut self, waiting: Waiting) {
+        self.arrivals += 1;
+        self.waiting
+            .insert((waiting.task.order, self.arrivals), waiting);
+    }
+
+    /// The waiting attempt with the lowest plan order.
+    pub fn pop(&mut self) -> Option<Waiting> {
+        self.waiting.pop_first().map(|(_, waiting)| waiting)
+    }
+}
+
+/// Land one attempt's work: its executor hands back the commit, then it is merged onto the
+/// integration branch. A landed (or empty) attempt's folder is removed unless `keep`.
+pub(crate) fn land(
+    iso: &Isolation,
+    executor: &dyn Executor,
+    waiting: &Waiting,
+    keep: bool,
+) -> Landing {
+    let Waiting {
+        task,
+        cut,
+        repair_files,
+        ..
+    } = waiting;
+    // A repair lands only when no conflict marker is left in the files it had to resolve.
+    let markers_left = match repair_files {
+        Some(files) => iso
+            .markers_left(cut, files)
+            .unwrap_or_else(|_| files.clone()),
+        None => Vec::new(),
+    };
+    let landing = if markers_left.is_empty() {
+        executor
+            .collect(cut, task)
+            .and_then(|_| iso.land(cut, task))
+            .unwrap_or_else(|e| failed(&e))
+    } else {
+        Landing::Conflicted {
+            detail: format!("conflict markers are still in {}", markers_left.join(", ")),
+            files: markers_left,
+        }
+    };
+    if landing.is_landed() && !keep {
+        executor.discard(cut);
+    }
+    landing
+}
+
+/// A landing that failed with an error is a conflict whose detail says so.
+fn failed(error: &EngineError) -> Landing {
+    Landing::Conflicted {
+        files: Vec::new(),
+        detail: format!("landing failed: {error}"),
+    }
+}

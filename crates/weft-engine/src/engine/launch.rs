@@ -1,0 +1,294 @@
+//! Starting one attempt: its folder (through the executor), its launch, its record.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use serde_json::json;
+use weft_agents::supervise::process_start_ticks;
+use weft_core::{Attempt, AttemptStatus, TaskKind, TaskStatus};
+use weft_store::TaskUpdate;
+
+use super::live::Live;
+use super::runloop::RunLoop;
+use super::{now, random_hex16, to_millis};
+use crate::EngineEvent;
+use crate::attempt::{
+    self, CheckPlan, LaunchIds, LaunchPlan, TranscriptPlan, plan_launch, supervise_options,
+};
+use crate::executor::{Folder, Place};
+use crate::isolation::Cut;
+
+/// What the repair agent is told, before the marker paragraph.
+fn repair_note(branch: &str, files: &[String]) -> String {
+    format!(
+        "## Repair\n\nThis is a repair attempt. Your earlier work on this task (branch {branch}) could not land: it conflicts with work that landed meanwhile. It has been merged into this folder; resolve the conflicts in {} so that both sides' intent survives, and remove every conflict marker (`<<<<<<<`, `=======`, `>>>>>>>`). The merge is in progress: just edit the files; weft commits them.",
+        if files.is_empty() {
+            "the merged files".to_owned()
+        } else {
+            files.join(", ")
+        }
+    )
+}
+
+/// A new attempt's ids.
+struct Ids {
+    attempt: String,
+    session: String,
+    number: u32,
+}
+
+impl RunLoop<'_> {
+    /// Start the task at `index` and announce it; an attempt that cannot start is recorded
+    /// as failed, with the reason.
+    pub(super) fn start_task(&mut self, index: usize) -> Result<(), super::EngineError> {
+        let task = self.view.plan().tasks[index].clone();
+        match self.launch(index) {
+            Ok(started) => {
+                self.emit(EngineEvent::TaskStarted {
+                    order: task.order,
+                    task: task.id.clone(),
+                    title: task.title.clone(),
+                    runner: started.attempt.runner.clone(),
+                    attempt: started.attempt.id.clone(),
+                    number: started.attempt.number,
+                    pid: started.attempt.pid,
+                });
+                self.live.insert(started.attempt.id.clone(), started);
+            }
+            Err(failure) => {
+                self.fail_unstarted(index, &failure)?;
+                self.emit(EngineEvent::TaskFinished {
+                    order: task.order,
+                    task: task.id.clone(),
+                    title: task.title.clone(),
+                    passed: false,
+                    status: TaskStatus::Failed.to_string(),
+                    reason: failure.clone(),
+                    duration_ms: 0,
+                    cost_usd: None,
+                    denials: 0,
+                });
+                self.after_failure(&task.id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the task works: isolated AI tasks in a fresh cut (a repair with its old
+    /// branch merged in), isolated ops tasks in the integration checkout, else the
+    /// workspace.
+    fn place(&mut self, index: usize, number: u32) -> Place {
+        let task = &self.view.plan().tasks[index];
+        match (&self.isolation, task.kind) {
+            (Some(_), TaskKind::Ai) => Place::Cut {
+                number,
+                repair_of: self.repairs.remove(&task.id),
+            },
+            (Some(_), _) => Place::Integration,
+            (None, _) => Place::Workspace,
+        }
+    }
+
+    fn launch(&mut self, index: usize) -> Result<Live, String> {
+        let task = self.view.plan().tasks[index].clone();
+        let ids = Ids {
+            attempt: uuid::Uuid::new_v4().simple().to_string(),
+            session: uuid::Uuid::new_v4().hyphenated().to_string(),
+            number: self.next_number(&task.id)?,
+        };
+        let place = self.place(index, ids.number);
+        let folder = self
+            .executor
+            .prepare(&task, &place)
+            .map_err(|e| e.to_string())?;
+        let note = match (&place, &folder.repair_files) {
+            (
+                Place::Cut {
+                    repair_of: Some(b), ..
+                },
+                Some(files),
+            ) => Some(repair_note(b, files)),
+            _ => None,
+        };
+        let launch = plan_launch(
+            self.config,
+            self.view.plan(),
+            index,
+            LaunchIds {
+                marker_id: &random_hex16(),
+                session_id: &ids.session,
+                attempt_id: &ids.attempt,
+                prompt_dir: &self.prompt_dir,
+                cwd: &folder.path,
+                repair_note: note.as_deref(),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let log_path = self.log_dir.join(format!("{}.log", ids.attempt));
+        let mut record = self.record(&task.id, &ids, &launch, &folder, &log_path);
+        let checks = self.check_plan(index, &ids, &launch, &folder.path);
+        let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
+        if launch.spec.relay.is_some() {
+            let name = format!("task #{} {}", task.order, task.id);
+            options.relay = Some(self.approvals.relay(&ids.attempt, &name, &folder.path));
+        }
+        let started = attempt::start(
+            &self.executor,
+            &ids.attempt,
+            &launch.spec,
+            options,
+            checks,
+            self.tx.clone(),
+        )?;
+        record.pid = Some(started.pid);
+        record.process_group = Some(started.process_group);
+        record.process_start_ticks = process_start_ticks(started.pid);
+        record.started_at = to_millis(started.started_at);
+        let links: Vec<String> = folder.cut.as_ref().map(Cut::links).unwrap_or_default();
+        if let Err(e) = self.store_started(&record, &launch.runner, links) {
+            started.canceller.cancel();
+            return Err(e.to_string());
+        }
+        Ok(Live {
+            attempt: record,
+            order: task.order,
+            title: task.title.clone(),
+            receives_marker: launch.marker.is_some(),
+            canceller: started.canceller,
+            started: Instant::now(),
+            cancelled_by_user: false,
+            denials: Vec::new(),
+            agent_session: None,
+            assistant_tail: String::new(),
+            cut: folder.cut,
+            repair_files: folder.repair_files,
+            task,
+        })
+    }
+
+    /// The number of the task's next attempt in this run.
+    fn next_number(&self, task_id: &str) -> Result<u32, String> {
+        let attempts = self
+            .store
+            .attempts_of_task(self.plan_id(), task_id)
+            .map_err(|e| e.to_string())?;
+        Ok(attempts.iter().filter(|a| a.run_id == self.run_id).count() as u32 + 1)
+    }
+
+    /// The attempt's record, before its process started.
+    fn record(
+        &self,
+        task_id: &str,
+        ids: &Ids,
+        launch: &LaunchPlan,
+        folder: &Folder,
+        log_path: &Path,
+    ) -> Attempt {
+        let cut = folder.cut.as_ref();
+        Attempt {
+            id: ids.attempt.clone(),
+            run_id: self.run_id.clone(),
+            plan_id: self.plan_id().to_owned(),
+            task_id: task_id.to_owned(),
+            number: ids.number,
+            runner: launch.runner.clone(),
+            status: AttemptStatus::Running,
+            cwd: folder.path.display().to_string(),
+            worktree: cut.map(|c| c.path.display().to_string()),
+            branch: cut.map(|c| c.branch.clone()),
+            marker: launch.marker.as_ref().map(|m| m.token()),
+            session_id: Some(ids.session.clone()),
+            agent_session_id: None,
+            pid: None,
+            process_group: None,
+            process_start_ticks: None,
+            exit_code: None,
+            signal: None,
+            started_at: now(),
+            ended_at: None,
+            verdict: None,
+            log_path: Some(log_path.display().to_string()),
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+            denials: Vec::new(),
+            final_text: None,
+            cut_from: match (&self.isolation, cut) {
+                (Some(iso), Some(c)) => Some(iso.encode_cut_from(c)),
+                _ => None,
+            },
+            landing: None,
+        }
+    }
+
+    /// What the attempt's waiting thread judges with, and the checks it may owe.
+    fn check_plan(&self, index: usize, ids: &Ids, launch: &LaunchPlan, cwd: &Path) -> CheckPlan {
+        let config = self.config;
+        let task = &self.view.plan().tasks[index];
+        let receives_marker = launch.marker.is_some();
+        let transcript_store = attempt::manifest_for(config, self.view.plan(), index)
+            .ok()
+            .and_then(|m| m.transcript());
+        CheckPlan {
+            commands: if task.kind == TaskKind::Ai || task.kind == TaskKind::Ops {
+                task.checks.clone()
+            } else {
+                Vec::new()
+            },
+            cwd: cwd.to_owned(),
+            log_dir: self.log_dir.clone(),
+            attempt_id: ids.attempt.clone(),
+            timeout: config.task_timeout,
+            kill_grace: config.kill_grace,
+            secrets: config.secrets.clone(),
+            receives_marker,
+            transcript: match (receives_marker, transcript_store) {
+                (true, Some(store)) => Some(TranscriptPlan {
+                    store,
+                    locator: config.locator.clone(),
+                    cwd: PathBuf::from(cwd),
+                    // A little slack: file times and our clock need not agree to the
+                    // millisecond.
+                    started_at: SystemTime::now() - std::time::Duration::from_secs(2),
+                    marker: launch.marker.as_ref().map(|m| m.token()),
+                    session_id: (store == weft_agents::transcript::Store::ClaudeCode)
+                        .then(|| ids.session.clone()),
+                    answer_chars: config.answer_chars,
+                }),
+                _ => None,
+            },
+        }
+    }
+
+    /// Record the started attempt and its task in progress.
+    fn store_started(
+        &mut self,
+        record: &Attempt,
+        runner: &str,
+        links: Vec<String>,
+    ) -> Result<(), super::EngineError> {
+        self.store.save_attempt(
+            record,
+            Some((
+                "attempt_started",
+                json!({
+                    "attempt": record.id, "task": record.task_id, "number": record.number,
+                    "runner": runner, "pid": record.pid, "links": links,
+                }),
+            )),
+            now(),
+        )?;
+        let update = TaskUpdate {
+            status: Some(TaskStatus::InProgress),
+            ..TaskUpdate::default()
+        };
+        let payload = json!({ "task": record.task_id, "attempt": record.id });
+        self.view.update_task(
+            &mut self.store,
+            &record.task_id,
+            &update,
+            "task_started",
+            payload,
+        )
+    }
+}

@@ -1,0 +1,436 @@
+//! [`RunLoop`]: one run of one plan, from its claim to its end.
+//!
+//! A pass of the loop, whenever something could have changed (a task ended, a poll
+//! interval passed, or at the start): take the control requests, catch the plan view up
+//! with other processes, start what is ready up to the slot cap. Between passes it waits
+//! for messages from the attempts' threads: progress updates only the display; ends are
+//! judged already (in the attempt's thread, by core's one gate) and are recorded in plan
+//! order, a passing isolated attempt through the [`LandingQueue`].
+//!
+//! See the parent module for the threads, bounds and crash safety of a run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+
+use fs_err as fs;
+use weft_agents::supervise::process_start_ticks;
+use weft_core::{PlanStatus, RunStatus, TaskKind, TaskStatus};
+use weft_store::{OpenOptions, Store};
+
+use super::landing::LandingQueue;
+use super::live::Live;
+use super::view::PlanView;
+use super::{RunSummary, now, random_hex16, same_process_alive, startup};
+use crate::approvals::RunnerApprovals;
+use crate::attempt::Msg;
+use crate::error::EngineError;
+use crate::executor::{Executor, LocalExecutor};
+use crate::isolation::Isolation;
+use crate::{EngineConfig, EngineEvent};
+
+/// Everything one run holds while it executes.
+pub(crate) struct RunLoop<'a> {
+    pub(super) config: &'a EngineConfig,
+    pub(super) on_event: &'a mut dyn FnMut(EngineEvent),
+    pub(super) store: Store,
+    pub(super) run_id: String,
+    pub(super) log_dir: PathBuf,
+    pub(super) prompt_dir: PathBuf,
+    /// The git side of an isolated run (landing is central: only the loop lands).
+    pub(super) isolation: Option<Arc<Isolation>>,
+    stashes: startup::Stashes,
+    /// Where attempts run.
+    pub(super) executor: Arc<dyn Executor>,
+    pub(super) approvals: Arc<RunnerApprovals>,
+    pub(super) view: PlanView,
+    /// Running attempts, by attempt id.
+    pub(super) live: BTreeMap<String, Live>,
+    pub(super) landings: LandingQueue,
+    pub(super) tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    /// A failure stopped new starts (`halt_on_failure`).
+    pub(super) halted: bool,
+    /// `weft stop` or an interrupt: nothing new starts; running attempts are cancelled.
+    pub(super) stopping: bool,
+    /// Tasks asked to start out of turn.
+    forced: Vec<String>,
+    /// Conflicted tasks opted into one repair attempt: task id -> the branch to merge in.
+    pub(super) repairs: BTreeMap<String, String>,
+    announced_waiting: BTreeSet<String>,
+}
+
+impl<'a> RunLoop<'a> {
+    /// Claim the plan's run and make it ready to loop: isolation prepared, leftovers of a
+    /// dead engine reconciled and their landings finished, tasks put back in line.
+    pub fn start(
+        config: &'a EngineConfig,
+        on_event: &'a mut dyn FnMut(EngineEvent),
+    ) -> Result<RunLoop<'a>, EngineError> {
+        let options = OpenOptions {
+            busy_timeout: config.busy_timeout,
+        };
+        let mut store = Store::open_or_create(&config.state_dir, options)?;
+        let plan = store.plan(&config.plan_id)?;
+        if plan.status == PlanStatus::Draft {
+            return Err(EngineError::Draft {
+                plan: plan.short_id().to_owned(),
+            });
+        }
+        startup::preflight_runners(config, &plan)?;
+        drop(plan);
+        let pid = std::process::id();
+        let ticks = process_start_ticks(pid).unwrap_or(0);
+        let claimed = store.claim_run(
+            &config.plan_id,
+            &random_hex16()[..8],
+            (pid, ticks),
+            &same_process_alive,
+            now(),
+        )?;
+        let run_id = claimed.run.id.clone();
+        let log_dir = config.state_dir.join("logs").join(&run_id);
+        let prompt_dir = config.state_dir.join("prompts").join(&run_id);
+        for dir in [&log_dir, &prompt_dir] {
+            fs::create_dir_all(dir).map_err(|source| EngineError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let (isolation, stashes) = startup::isolate(
+            config,
+            &mut store,
+            &run_id,
+            claimed.run.integration_branch.as_deref(),
+            on_event,
+        )?;
+        let isolation = isolation.map(Arc::new);
+        let executor: Arc<dyn Executor> = Arc::new(LocalExecutor {
+            workspace: config.workspace.clone(),
+            runnable: config.runnable.clone(),
+            isolation: isolation.clone(),
+        });
+        let view = PlanView::load(&store, &config.plan_id)?;
+        let approvals = RunnerApprovals::new(
+            config.approval_mode,
+            config.pre_approved.clone(),
+            &config.state_dir,
+            config.busy_timeout,
+            &config.plan_id,
+        );
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let mut run = RunLoop {
+            config,
+            on_event,
+            store,
+            run_id,
+            log_dir,
+            prompt_dir,
+            isolation,
+            stashes,
+            executor,
+            approvals,
+            view,
+            live: BTreeMap::new(),
+            landings: LandingQueue::default(),
+            tx,
+            rx,
+            halted: false,
+            stopping: false,
+            forced: Vec::new(),
+            repairs: BTreeMap::new(),
+            announced_waiting: BTreeSet::new(),
+        };
+        run.resume(claimed.continued)?;
+        Ok(run)
+    }
+
+    /// What a run does before its first pass: the plan is running, a dead engine's
+    /// attempts are reconciled and its journaled landings finished, tasks go back in line.
+    fn resume(&mut self, continued: bool) -> Result<(), EngineError> {
+        self.view.set_status(&mut self.store, PlanStatus::Running)?;
+        self.reconcile()?;
+        self.recover_landings()?;
+        self.prepare_tasks()?;
+        let event = EngineEvent::RunStarted {
+            run: self.run_id.clone(),
+            plan: self.config.plan_id.clone(),
+            continued,
+            tasks: self.view.plan().tasks.len(),
+            parallel: self.config.parallel,
+        };
+        self.emit(event);
+        Ok(())
+    }
+
+    pub(super) fn emit(&mut self, event: EngineEvent) {
+        (self.on_event)(event);
+    }
+
+    pub(super) fn plan_id(&self) -> &str {
+        &self.config.plan_id
+    }
+
+    /// Loop until nothing more can start, then end the run.
+    pub fn run(mut self) -> Result<RunSummary, EngineError> {
+        // Scheduling work (store reads, control requests) happens when something could
+        // have changed: a task finished, a poll interval passed, or at the start. Output
+        // lines and other progress only update the display.
+        let mut reschedule = true;
+        loop {
+            reschedule |= self.notice_interrupt();
+            if reschedule {
+                self.take_controls()?;
+                self.view.refresh(&self.store)?;
+                self.start_ready()?;
+                if self.live.is_empty() {
+                    if self.nothing_left() {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            match self.receive()? {
+                Some(again) => reschedule = again,
+                None => break,
+            }
+        }
+        self.end()
+    }
+
+    /// A raised interrupt (Ctrl-C) stops the run like `weft stop`; true when it was news.
+    fn notice_interrupt(&mut self) -> bool {
+        if self.stopping || !crate::interrupted(self.config.interrupt.as_ref()) {
+            return false;
+        }
+        self.emit(EngineEvent::Notice {
+            text: "interrupted: stopping the running tasks (press Ctrl-C again to quit at once)"
+                .into(),
+        });
+        self.stop();
+        true
+    }
+
+    fn stop(&mut self) {
+        self.stopping = true;
+        for running in self.live.values() {
+            running.canceller.cancel();
+        }
+    }
+
+    /// Act on the control requests other processes left for this plan.
+    fn take_controls(&mut self) -> Result<(), EngineError> {
+        for request in self.store.take_controls(&self.config.plan_id, now())? {
+            self.emit(EngineEvent::ControlHandled {
+                request: request.kind.clone(),
+                task: request.task_id.clone(),
+            });
+            match (request.kind.as_str(), request.task_id) {
+                ("stop", _) => self.stop(),
+                ("cancel", Some(task)) => {
+                    if let Some(running) =
+                        self.live.values_mut().find(|l| l.attempt.task_id == task)
+                    {
+                        running.cancelled_by_user = true;
+                        running.canceller.cancel();
+                    }
+                }
+                ("force_start", Some(task)) => self.forced.push(task),
+                ("repair", Some(task)) => {
+                    let branch = self
+                        .store
+                        .attempts_of_task(&self.config.plan_id, &task)?
+                        .into_iter()
+                        .rev()
+                        .find_map(|a| a.branch);
+                    if let Some(branch) = branch {
+                        self.repairs.insert(task, branch);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a task has a live attempt.
+    fn is_live(&self, task_id: &str) -> bool {
+        self.live.values().any(|l| l.attempt.task_id == task_id)
+    }
+
+    /// What starts in this pass: forced tasks first, then ready ones in plan order, up to
+    /// the free slots; in an isolated run at most one ops task at a time.
+    fn choose_starts(&mut self) -> Vec<usize> {
+        let mut starts: Vec<usize> = Vec::new();
+        for task_id in std::mem::take(&mut self.forced) {
+            if let Some(index) = self.view.index(&task_id)
+                && !matches!(
+                    self.view.plan().tasks[index].status,
+                    TaskStatus::InProgress | TaskStatus::Completed
+                )
+                && !self.is_live(&task_id)
+            {
+                starts.push(index);
+            }
+        }
+        let running = self.live.len() + starts.len();
+        for index in self
+            .view
+            .next_to_start(running, self.config.parallel, self.halted)
+        {
+            if !starts.contains(&index) {
+                starts.push(index);
+            }
+        }
+        if self.isolation.is_some() {
+            // Ops tasks share the run's one integration checkout (moved to the tip for
+            // each): one at a time, the others wait their turn.
+            let view = &self.view;
+            let is_ops = |id: &str| view.task(id).is_some_and(|t| t.kind == TaskKind::Ops);
+            let mut ops_busy = self.live.values().any(|l| is_ops(&l.attempt.task_id));
+            starts.retain(|&i| {
+                if view.plan().tasks[i].kind != TaskKind::Ops {
+                    return true;
+                }
+                !std::mem::replace(&mut ops_busy, true)
+            });
+        }
+        starts
+    }
+
+    fn start_ready(&mut self) -> Result<(), EngineError> {
+        if self.stopping {
+            return Ok(());
+        }
+        for index in self.choose_starts() {
+            self.start_task(index)?;
+        }
+        Ok(())
+    }
+
+    /// With nothing running: announce the manual tasks waiting for a person, and say
+    /// whether the run is over.
+    fn nothing_left(&mut self) -> bool {
+        for index in self.view.waiting_for_person() {
+            let task = &self.view.plan().tasks[index];
+            if self.announced_waiting.insert(task.id.clone()) {
+                let event = EngineEvent::WaitingForPerson {
+                    order: task.order,
+                    task: task.id.clone(),
+                    title: task.title.clone(),
+                };
+                self.emit(event);
+            }
+        }
+        self.stopping
+            || self
+                .view
+                .next_to_start(0, self.config.parallel, self.halted)
+                .is_empty()
+                && self.forced.is_empty()
+    }
+
+    /// Wait for the attempts' messages (at most one poll interval), handle every one that
+    /// arrived, then land what is waiting. `Some(true)`: something may have changed.
+    fn receive(&mut self) -> Result<Option<bool>, EngineError> {
+        let mut reschedule = false;
+        let mut messages = Vec::new();
+        match self.rx.recv_timeout(self.config.poll_interval) {
+            Ok(message) => messages.push(message),
+            Err(RecvTimeoutError::Timeout) => {
+                reschedule = true;
+                self.emit(EngineEvent::Tick);
+            }
+            Err(RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+        // Whatever else arrived too, so output never queues up behind the poll.
+        messages.extend(self.rx.try_iter());
+        // Progress first; then the ends, lowest plan order first.
+        let order_of = |message: &Msg| match message {
+            Msg::Finished { attempt, .. } => self.live.get(attempt).map_or(u32::MAX, |l| l.order),
+            Msg::Supervisor { .. } => 0,
+        };
+        messages.sort_by_key(|m| (matches!(m, Msg::Finished { .. }), order_of(m)));
+        for message in messages {
+            match message {
+                Msg::Supervisor { attempt, event } => self.progress(&attempt, event),
+                Msg::Finished { attempt, result } => {
+                    // Its open permission questions are nobody's any more.
+                    self.approvals.attempt_ended(&attempt);
+                    reschedule |= self.attempt_ended(&attempt, *result)?;
+                }
+            }
+        }
+        self.land_waiting()?;
+        Ok(Some(reschedule))
+    }
+
+    /// Give back stashed changes, record how the run ended and release it.
+    fn end(mut self) -> Result<RunSummary, EngineError> {
+        if let Some(iso) = &self.isolation {
+            for text in iso.restore_stashes(&self.stashes) {
+                (self.on_event)(EngineEvent::Notice { text });
+            }
+        }
+        self.view.refresh(&self.store)?;
+        let total = self.view.plan().tasks.len();
+        let completed = self.view.count(&[TaskStatus::Completed]);
+        let skipped = self.view.count(&[TaskStatus::Skipped]);
+        let failed = self.view.count(&[
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+            TaskStatus::Conflicted,
+        ]);
+        let blocked = self.view.count(&[TaskStatus::Blocked]);
+        let all_done = completed + skipped == total;
+        let status = if all_done {
+            RunStatus::Completed
+        } else if self.stopping {
+            RunStatus::Stopped
+        } else {
+            RunStatus::Failed
+        };
+        let (input_tokens, output_tokens, cost_usd) = self.usage()?;
+        self.store
+            .release_run(&self.run_id, &self.config.plan_id, status, now())?;
+        let plan_status = match status {
+            RunStatus::Completed => PlanStatus::Completed,
+            RunStatus::Stopped => PlanStatus::Approved,
+            _ => PlanStatus::Failed,
+        };
+        self.view.set_status(&mut self.store, plan_status)?;
+        self.emit(EngineEvent::RunEnded {
+            run: self.run_id.clone(),
+            status: status.as_str().to_owned(),
+            completed,
+            skipped,
+            failed,
+            blocked,
+            waiting: total - completed - skipped - failed - blocked,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        });
+        Ok(RunSummary {
+            run_id: self.run_id.clone(),
+            status,
+            all_done,
+        })
+    }
+
+    /// Tokens and cost of this run's attempts.
+    fn usage(&self) -> Result<(u64, u64, f64), EngineError> {
+        let attempts = self.store.attempts_of_plan(&self.config.plan_id)?;
+        Ok(attempts.iter().filter(|a| a.run_id == self.run_id).fold(
+            (0u64, 0u64, 0f64),
+            |(i, o, c), a| {
+                (
+                    i + a.input_tokens.unwrap_or(0),
+                    o + a.output_tokens.unwrap_or(0),
+                    c + a.cost_usd.unwrap_or(0.0),
+                )
+            },
+        ))
+    }
+}

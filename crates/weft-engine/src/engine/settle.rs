@@ -1,0 +1,361 @@
+//! Recording how attempts ended: the verdict (decided by core's one gate in the attempt's
+//! thread), the landing when there is one, the statuses core's `settle` gives them, and
+//! what a failure or a pass changes downstream.
+
+use serde_json::json;
+use weft_core::prompt::{TAIL_CHARS, tail_chars};
+use weft_core::verdict::{Cancelled, Evidence, decide, settle, with_landing};
+use weft_core::{
+    Attempt, AttemptStatus, Denial, Landing, OutputSummary, Task, TaskStatus, VerdictOutcome,
+};
+use weft_store::TaskUpdate;
+
+use super::landing::{self, Then, Waiting};
+use super::live::{Live, MAX_DENIALS};
+use super::now;
+use super::runloop::RunLoop;
+use crate::EngineEvent;
+use crate::attempt::{AttemptResult, runner_name};
+use crate::error::EngineError;
+
+/// An attempt that ended, judged, not yet recorded.
+pub(crate) struct Ended {
+    pub live: Live,
+    pub result: AttemptResult,
+}
+
+impl Ended {
+    /// How it came to be cancelled, if it was: a stop interrupts (retryable on the next
+    /// run); a user's cancel cancels.
+    fn cancelled(&self, stopping: bool) -> Option<Cancelled> {
+        if !self.result.outcome.cancelled {
+            None
+        } else if stopping && !self.live.cancelled_by_user {
+            Some(Cancelled::ByStop)
+        } else {
+            Some(Cancelled::ByUser)
+        }
+    }
+
+    /// What dependents are handed: what the assistant wrote last (structured streams),
+    /// else its final answer, else its raw output. A transcript's answer comes first.
+    fn carried(&self) -> String {
+        let outcome = &self.result.outcome;
+        let answer = self.transcript_answer();
+        let text = answer
+            .as_deref()
+            .filter(|t| !t.trim().is_empty())
+            .or(Some(self.live.assistant_tail.as_str()).filter(|t| !t.trim().is_empty()))
+            .or(outcome
+                .final_text
+                .as_deref()
+                .filter(|t| !t.trim().is_empty()))
+            .unwrap_or(&outcome.tail);
+        tail_chars(text, TAIL_CHARS * 4)
+    }
+
+    /// The final answer of the agent's transcript, unless that was a weak match.
+    fn transcript_answer(&self) -> Option<String> {
+        self.result
+            .transcript
+            .as_ref()
+            .filter(|t| !t.weak)
+            .and_then(|t| t.final_answer.clone())
+    }
+
+    /// Refused tool calls seen live and those the outcome reports, each once, bounded.
+    fn denials(&self) -> Vec<Denial> {
+        let mut denials = self.live.denials.clone();
+        for (tool, detail) in &self.result.outcome.permission_denials {
+            if denials.len() < MAX_DENIALS
+                && !denials
+                    .iter()
+                    .any(|d| &d.tool == tool && &d.detail == detail)
+            {
+                denials.push(Denial {
+                    tool: tool.clone(),
+                    detail: detail.clone(),
+                });
+            }
+        }
+        denials
+    }
+}
+
+impl RunLoop<'_> {
+    /// An attempt's end arrived. A passing isolated attempt is journaled and queued to
+    /// land; every other is recorded now. True when it was one of this run's.
+    pub(super) fn attempt_ended(
+        &mut self,
+        attempt: &str,
+        result: AttemptResult,
+    ) -> Result<bool, EngineError> {
+        let Some(live) = self.live.remove(attempt) else {
+            return Ok(false);
+        };
+        let ended = Ended { live, result };
+        let passed = ended.result.verdict.outcome == VerdictOutcome::Pass;
+        match ended.live.cut.clone() {
+            Some(cut) if passed && self.isolation.is_some() => {
+                // Journal first: a passed attempt with no landing recorded is landed at the
+                // next start if weft dies before the landing is recorded.
+                self.store.save_attempt(
+                    &Attempt {
+                        status: AttemptStatus::Passed,
+                        ended_at: Some(now()),
+                        verdict: Some(ended.result.verdict.clone()),
+                        ..ended.live.attempt.clone()
+                    },
+                    Some((
+                        "landing_started",
+                        json!({ "attempt": ended.live.attempt.id, "task": ended.live.attempt.task_id, "branch": cut.branch }),
+                    )),
+                    now(),
+                )?;
+                self.landings.push(Waiting {
+                    task: ended.live.task.clone(),
+                    repair_files: ended.live.repair_files.clone(),
+                    cut,
+                    then: Then::Finish(Box::new(ended)),
+                });
+            }
+            _ => self.record_end(ended, None)?,
+        }
+        Ok(true)
+    }
+
+    /// Land everything waiting in the queue, lowest plan order first, one at a time.
+    pub(super) fn land_waiting(&mut self) -> Result<(), EngineError> {
+        while let Some(waiting) = self.landings.pop() {
+            let Some(iso) = self.isolation.as_deref() else {
+                break;
+            };
+            let keep = self.config.keep_worktrees;
+            let landed = landing::land(iso, self.executor.as_ref(), &waiting, keep);
+            match waiting.then {
+                Then::Finish(ended) => self.record_end(*ended, Some(landed))?,
+                Then::Recovered(attempt) => {
+                    self.record_recovered(&waiting.task, *attempt, landed)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Store an ended attempt and its task's new status, and tell the front end.
+    fn record_end(&mut self, ended: Ended, landing: Option<Landing>) -> Result<(), EngineError> {
+        let cancelled = ended.cancelled(self.stopping);
+        let verdict = match (&landing, &ended.live.cut) {
+            (Some(landing), Some(cut)) => {
+                with_landing(ended.result.verdict.clone(), landing, &cut.branch)
+            }
+            _ => ended.result.verdict.clone(),
+        };
+        let (attempt_status, task_status) = settle(verdict.outcome, landing.as_ref(), cancelled);
+        let passed = task_status == TaskStatus::Completed;
+        let outcome = &ended.result.outcome;
+        let denials = ended.denials();
+        let attempt = Attempt {
+            status: attempt_status,
+            exit_code: outcome.exit_code,
+            signal: outcome.signal,
+            ended_at: Some(now()),
+            verdict: Some(verdict.clone()),
+            input_tokens: outcome.input_tokens,
+            output_tokens: outcome.output_tokens,
+            cost_usd: outcome.cost_usd,
+            denials: denials.clone(),
+            final_text: outcome.final_text.clone().or(ended.transcript_answer()),
+            agent_session_id: outcome
+                .session_id
+                .clone()
+                .or(ended.live.agent_session.clone()),
+            landing,
+            ..ended.live.attempt.clone()
+        };
+        let transcript = ended.result.transcript.as_ref().map(|t| {
+            json!({ "path": t.path, "weak": t.weak, "marker_found": t.marker_found, "how": t.how })
+        });
+        self.store.save_attempt(
+            &attempt,
+            Some((
+                "attempt_finished",
+                json!({
+                    "attempt": attempt.id, "task": attempt.task_id,
+                    "status": attempt_status.as_str(), "reason": verdict.reason,
+                    "transcript": transcript,
+                }),
+            )),
+            now(),
+        )?;
+        let update = TaskUpdate {
+            status: Some(task_status),
+            verdict: Some(Some(verdict.clone())),
+            output: Some(Some(OutputSummary {
+                review_reason: verdict.reason.clone(),
+                log_tail: ended.carried(),
+                captured_at: now(),
+            })),
+            hold: None,
+        };
+        let kind = if passed {
+            "task_completed"
+        } else {
+            "task_failed"
+        };
+        let payload = json!({ "task": attempt.task_id, "status": task_status.as_str(), "reason": verdict.reason });
+        self.view
+            .update_task(&mut self.store, &attempt.task_id, &update, kind, payload)?;
+        self.emit(EngineEvent::TaskFinished {
+            order: ended.live.order,
+            task: attempt.task_id.clone(),
+            title: ended.live.title.clone(),
+            passed,
+            status: task_status.to_string(),
+            reason: verdict.reason.clone(),
+            duration_ms: ended.live.started.elapsed().as_millis() as u64,
+            cost_usd: attempt.cost_usd,
+            denials: denials.len(),
+        });
+        self.after_end(&attempt.task_id, task_status)
+    }
+
+    /// A failure blocks what it stops (and may halt the run); a pass can release what a
+    /// forced start shielded.
+    fn after_end(&mut self, task_id: &str, status: TaskStatus) -> Result<(), EngineError> {
+        match status {
+            TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Conflicted => {
+                self.after_failure(task_id)
+            }
+            // A forced start can complete a task below a failure; what it shields runs
+            // again.
+            TaskStatus::Completed => self.view.release_blocked(&mut self.store, task_id),
+            _ => Ok(()),
+        }
+    }
+
+    /// Record the landing of an attempt a dead engine journaled.
+    fn record_recovered(
+        &mut self,
+        task: &Task,
+        attempt: Attempt,
+        landing: Landing,
+    ) -> Result<(), EngineError> {
+        let (_, status) = settle(VerdictOutcome::Pass, Some(&landing), None);
+        let landed = status == TaskStatus::Completed;
+        self.store.save_attempt(
+            &Attempt {
+                landing: Some(landing),
+                ..attempt.clone()
+            },
+            Some((
+                "landing_finished",
+                json!({ "attempt": attempt.id, "task": task.id, "after_restart": true }),
+            )),
+            now(),
+        )?;
+        let update = TaskUpdate {
+            status: Some(status),
+            verdict: Some(attempt.verdict.clone()),
+            ..TaskUpdate::default()
+        };
+        let kind = if landed {
+            "task_completed"
+        } else {
+            "task_failed"
+        };
+        let payload = json!({ "task": task.id, "status": status.as_str(), "after_restart": true });
+        self.view
+            .update_task(&mut self.store, &task.id, &update, kind, payload)?;
+        self.emit(EngineEvent::TaskFinished {
+            order: task.order,
+            task: task.id.clone(),
+            title: task.title.clone(),
+            passed: landed,
+            status: status.to_string(),
+            reason: "its landing was finished after a restart".into(),
+            duration_ms: 0,
+            cost_usd: attempt.cost_usd,
+            denials: attempt.denials.len(),
+        });
+        Ok(())
+    }
+
+    /// Block what a failure stops and halt the run if it should.
+    pub(super) fn after_failure(&mut self, failed: &str) -> Result<(), EngineError> {
+        let blocked = self.view.block_descendants(&mut self.store, failed)?;
+        if !blocked.is_empty() {
+            self.emit(EngineEvent::TasksBlocked {
+                by: failed.to_owned(),
+                tasks: blocked,
+            });
+        }
+        if self.config.halt_on_failure && !self.halted {
+            self.halted = true;
+            self.emit(EngineEvent::Halted {
+                by: failed.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Record a task whose attempt could not start as failed, with the reason as its
+    /// verdict.
+    pub(super) fn fail_unstarted(&mut self, index: usize, reason: &str) -> Result<(), EngineError> {
+        let plan = self.view.plan();
+        let task = plan.tasks[index].clone();
+        let evidence = Evidence {
+            spawn_error: Some(reason.to_owned()),
+            ..Evidence::default()
+        };
+        let verdict = decide(&evidence, &[], now());
+        let number = self.store.attempts_of_task(&plan.id, &task.id)?.len() as u32 + 1;
+        let attempt = Attempt {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            run_id: self.run_id.clone(),
+            plan_id: plan.id.clone(),
+            task_id: task.id.clone(),
+            number,
+            runner: runner_name(self.config, plan, index),
+            status: AttemptStatus::Failed,
+            cwd: self.config.workspace.display().to_string(),
+            worktree: None,
+            branch: None,
+            marker: None,
+            session_id: None,
+            agent_session_id: None,
+            pid: None,
+            process_group: None,
+            process_start_ticks: None,
+            exit_code: None,
+            signal: None,
+            started_at: now(),
+            ended_at: Some(now()),
+            verdict: Some(verdict.clone()),
+            log_path: None,
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+            denials: Vec::new(),
+            final_text: None,
+            cut_from: None,
+            landing: None,
+        };
+        let payload = json!({ "task": task.id, "reason": reason });
+        self.store
+            .save_attempt(&attempt, Some(("attempt_failed_to_start", payload)), now())?;
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Failed),
+            verdict: Some(Some(verdict.clone())),
+            output: Some(Some(OutputSummary {
+                review_reason: verdict.reason.clone(),
+                log_tail: String::new(),
+                captured_at: now(),
+            })),
+            hold: None,
+        };
+        let payload = json!({ "task": task.id, "reason": verdict.reason });
+        self.view
+            .update_task(&mut self.store, &task.id, &update, "task_failed", payload)
+    }
+}

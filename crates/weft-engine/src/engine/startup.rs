@@ -1,0 +1,216 @@
+//! What a run does once, before its first pass: refuse unavailable runners, prepare
+//! isolation, reconcile a dead engine's attempts, finish its journaled landings and put
+//! tasks back in line.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use weft_agents::preflight;
+use weft_agents::supervise::kill_group;
+use weft_core::{AttemptStatus, Plan, TaskKind, TaskStatus};
+use weft_git::Oid;
+use weft_store::{Store, TaskUpdate};
+
+use super::landing::{Then, Waiting};
+use super::runloop::RunLoop;
+use super::{now, same_process_alive};
+use crate::attempt::{self, runner_name};
+use crate::error::EngineError;
+use crate::isolation::Isolation;
+use crate::{EngineConfig, EngineEvent};
+
+/// Refuse to start when a task that still has to run names a runner that is unknown or
+/// unavailable.
+pub(super) fn preflight_runners(config: &EngineConfig, plan: &Plan) -> Result<(), EngineError> {
+    let mut checked: HashMap<String, preflight::Availability> = HashMap::new();
+    for (index, task) in plan.tasks.iter().enumerate() {
+        if matches!(task.status, TaskStatus::Completed | TaskStatus::Skipped)
+            || task.kind == TaskKind::Manual
+        {
+            continue;
+        }
+        let manifest = attempt::manifest_for(config, plan, index)?;
+        let name = runner_name(config, plan, index);
+        let availability = checked.entry(name.clone()).or_insert_with(|| {
+            preflight::check(
+                manifest,
+                config.path_env.as_deref(),
+                config.preflight_timeout,
+            )
+        });
+        if !availability.available {
+            return Err(EngineError::RunnerUnavailable {
+                order: task.order,
+                task: task.id.clone(),
+                runner: name,
+                reason: availability
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "the preflight failed".into()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Stashes of uncommitted changes to give back when the run ends: (slot, stash commit).
+pub(super) type Stashes = Vec<(usize, Oid)>;
+
+/// The git side of an isolated run (None in shared mode), and the stashes to give back.
+pub(super) fn isolate(
+    config: &EngineConfig,
+    store: &mut Store,
+    run_id: &str,
+    integration_branch: Option<&str>,
+    on_event: &mut dyn FnMut(EngineEvent),
+) -> Result<(Option<Isolation>, Stashes), EngineError> {
+    if !config.isolated {
+        return Ok((None, Vec::new()));
+    }
+    let prepared = Isolation::prepare(
+        &config.workspace,
+        &config.state_dir,
+        &config.repos,
+        run_id,
+        integration_branch,
+        config.stash,
+    )?;
+    for (_, stash) in &prepared.stashes {
+        on_event(EngineEvent::Notice {
+            text: format!(
+                "stashed your uncommitted changes as {}; they come back when the run ends",
+                stash.short()
+            ),
+        });
+    }
+    let isolation = prepared.isolation;
+    if let Some(base) = prepared.base {
+        store.set_run_refs(
+            run_id,
+            &config.plan_id,
+            &base,
+            &isolation.integration_branch,
+            now(),
+        )?;
+    }
+    Ok((Some(isolation), prepared.stashes))
+}
+
+impl RunLoop<'_> {
+    /// Attempts recorded as running whose engine is gone: kill their leftovers and mark
+    /// them interrupted.
+    pub(super) fn reconcile(&mut self) -> Result<(), EngineError> {
+        for mut attempt in self.store.running_attempts()? {
+            if attempt.plan_id != self.config.plan_id {
+                continue;
+            }
+            let mut killed = false;
+            if let (Some(pid), Some(group)) = (attempt.pid, attempt.process_group)
+                && same_process_alive(pid, attempt.process_start_ticks)
+            {
+                killed = kill_group(group, self.config.kill_grace);
+            }
+            attempt.status = AttemptStatus::Interrupted;
+            attempt.ended_at = Some(now());
+            self.store.save_attempt(
+                &attempt,
+                Some((
+                    "attempt_interrupted",
+                    json!({ "attempt": attempt.id, "task": attempt.task_id, "run": self.run_id, "killed_leftover": killed }),
+                )),
+                now(),
+            )?;
+            self.emit(EngineEvent::Reconciled {
+                task: attempt.task_id.clone(),
+                attempt: attempt.id.clone(),
+                killed_leftover: killed,
+            });
+        }
+        Ok(())
+    }
+
+    /// Passed attempts whose landing was journaled but never recorded (weft died in
+    /// between) go through the landing queue now. Landing is idempotent: work already
+    /// merged is recognised.
+    pub(super) fn recover_landings(&mut self) -> Result<(), EngineError> {
+        let Some(iso) = self.isolation.clone() else {
+            return Ok(());
+        };
+        for attempt in self.store.attempts_of_plan(&self.config.plan_id)? {
+            let (Some(branch), Some(cut_from)) = (&attempt.branch, &attempt.cut_from) else {
+                continue;
+            };
+            if attempt.run_id != self.run_id
+                || attempt.status != AttemptStatus::Passed
+                || attempt.landing.is_some()
+            {
+                continue;
+            }
+            let Some(task) = self.view.task(&attempt.task_id).cloned() else {
+                continue;
+            };
+            let folder: std::path::PathBuf =
+                attempt.worktree.clone().map(Into::into).unwrap_or_default();
+            let Some(cut) = iso.recorded_cut(&folder, branch, cut_from) else {
+                continue;
+            };
+            self.landings.push(Waiting {
+                task,
+                cut,
+                repair_files: None,
+                then: Then::Recovered(Box::new(attempt)),
+            });
+        }
+        self.land_waiting()
+    }
+
+    /// Before running: interrupted or stale in-progress tasks go back in line; with
+    /// `retry_failed`, failed and cancelled ones too; descendants of failures are blocked.
+    pub(super) fn prepare_tasks(&mut self) -> Result<(), EngineError> {
+        let requeue: Vec<String> = self
+            .view
+            .plan()
+            .tasks
+            .iter()
+            .filter(|task| match task.status {
+                TaskStatus::InProgress | TaskStatus::Interrupted => true,
+                TaskStatus::Failed | TaskStatus::Cancelled => self.config.retry_failed,
+                _ => false,
+            })
+            .map(|task| task.id.clone())
+            .collect();
+        if !requeue.is_empty() {
+            let pending = TaskUpdate {
+                status: Some(TaskStatus::Pending),
+                ..TaskUpdate::default()
+            };
+            let updates: Vec<(&str, &TaskUpdate)> =
+                requeue.iter().map(|id| (id.as_str(), &pending)).collect();
+            let payload = json!({ "tasks": requeue });
+            self.view
+                .update_tasks(&mut self.store, &updates, "tasks_requeued", payload)?;
+            for id in &requeue {
+                self.view.release_blocked(&mut self.store, id)?;
+            }
+        }
+        // Two guards: descendants of anything failed are stored as blocked as well as
+        // refused.
+        let failed: Vec<String> = self
+            .view
+            .plan()
+            .tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Conflicted
+                )
+            })
+            .map(|t| t.id.clone())
+            .collect();
+        for id in failed {
+            self.view.block_descendants(&mut self.store, &id)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! The run loop's view of its plan: a copy kept current from the loop's own writes and
+//! from the store, so that scheduling after each finished task costs what changed, not
+//! the plan.
+//!
+//! Every task change the loop makes goes through [`PlanView`]: the store write (one
+//! transaction with its event), then the same change here. Every write moves the plan's
+//! stored revision by one, and the view counts its own, so one cheap read of the revision
+//! ([`PlanView::refresh`]) says whether another process changed the plan too (a task
+//! edited, added, retried, completed by hand); only then is the plan read again, whole.
+//! The revision is read before the tasks, so a change that lands between the two reads
+//! is seen by the next refresh: nothing is missed, at worst something is read twice.
+//!
+//! Threads: owned by the loop's thread. Bounds: one copy of the plan, one index and one
+//! [`Frontier`] (a few words per task and dependency).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use weft_core::schedule::{Frontier, stopped_by_failure};
+use weft_core::{Plan, PlanStatus, Task, TaskStatus};
+use weft_store::{Store, TaskUpdate};
+
+use super::now;
+use crate::control::releasable;
+use crate::error::EngineError;
+
+/// A completed task counts as met: isolated tasks are completed only once landed.
+fn landed(task: &Task) -> bool {
+    task.status == TaskStatus::Completed
+}
+
+pub(crate) struct PlanView {
+    plan: Plan,
+    index_of: HashMap<String, usize>,
+    frontier: Frontier,
+    /// The stored revision this view matches.
+    revision: u64,
+    /// How many tasks are blocked (a pass can release them only then).
+    blocked: usize,
+}
+
+impl PlanView {
+    pub fn load(store: &Store, plan_id: &str) -> Result<PlanView, EngineError> {
+        let revision = store.plan_revision(plan_id)?;
+        let plan = store.plan(plan_id)?;
+        let index_of = plan
+            .tasks
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        let frontier = Frontier::new(&plan, &landed);
+        let blocked = plan
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Blocked)
+            .count();
+        Ok(PlanView {
+            plan,
+            index_of,
+            frontier,
+            revision,
+            blocked,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn index(&self, id: &str) -> Option<usize> {
+        self.index_of.get(id).copied()
+    }
+
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.index(id).map(|i| &self.plan.tasks[i])
+    }
+
+    /// Catch up with changes other processes made: the plan is read again only when its
+    /// revision moved past the loop's own writes.
+    pub fn refresh(&mut self, store: &Store) -> Result<(), EngineError> {
+        if store.plan_revision(&self.plan.id)? != self.revision {
+            *self = PlanView::load(store, &self.plan.id)?;
+        }
+        Ok(())
+    }
+
+    /// Store task changes with one event, and apply them here.
+    pub fn update_tasks(
+        &mut self,
+        store: &mut Store,
+        updates: &[(&str, &TaskUpdate)],
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), EngineError> {
+        store.update_tasks(&self.plan.id, updates, kind, payload, now())?;
+        self.revision += 1;
+        for (id, update) in updates {
+            self.apply(id, update);
+        }
+        Ok(())
+    }
+
+    pub fn update_task(
+        &mut self,
+        store: &mut Store,
+        id: &str,
+        update: &TaskUpdate,
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), EngineError> {
+        self.update_tasks(store, &[(id, update)], kind, payload)
+    }
+
+    /// Store the plan's overall status.
+    pub fn set_status(&mut self, store: &mut Store, status: PlanStatus) -> Result<(), EngineError> {
+        store.set_plan_status(&self.plan.id, status, now())?;
+        self.revision += 1;
+        self.plan.status = status;
+        Ok(())
+    }
+
+    fn apply(&mut self, id: &str, update: &TaskUpdate) {
+        let Some(index) = self.index(id) else {
+            return;
+        };
+        let task = &mut self.plan.tasks[index];
+        let was_blocked = task.status == TaskStatus::Blocked;
+        if let Some(status) = update.status {
+            task.status = status;
+        }
+        if let Some(verdict) = &update.verdict {
+            task.verdict = verdict.clone();
+        }
+        if let Some(output) = &update.output {
+            task.output = output.clone();
+        }
+        if let Some(hold) = update.hold {
+            task.hold = hold;
+        }
+        let is_blocked = task.status == TaskStatus::Blocked;
+        self.blocked = self.blocked + usize::from(is_blocked) - usize::from(was_blocked);
+        self.frontier.update(&self.plan, index, &landed);
+    }
+
+    /// Tasks to start now, in plan order (see `weft_core::schedule::next_to_start`).
+    pub fn next_to_start(&self, running: usize, cap: usize, halted: bool) -> Vec<usize> {
+        self.frontier.next_to_start(running, cap, halted)
+    }
+
+    /// Manual tasks waiting for a person, in plan order.
+    pub fn waiting_for_person(&self) -> Vec<usize> {
+        self.frontier.waiting_for_person()
+    }
+
+    /// Store the pending descendants of `failed` as blocked; returns their ids.
+    pub fn block_descendants(
+        &mut self,
+        store: &mut Store,
+        failed: &str,
+    ) -> Result<Vec<String>, EngineError> {
+        let blocked: Vec<String> = stopped_by_failure(&self.plan, failed)
+            .into_iter()
+            .map(|i| &self.plan.tasks[i])
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    TaskStatus::Pending | TaskStatus::Approved | TaskStatus::Interrupted
+                )
+            })
+            .map(|t| t.id.clone())
+            .collect();
+        if blocked.is_empty() {
+            return Ok(blocked);
+        }
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Blocked),
+            ..TaskUpdate::default()
+        };
+        let updates: Vec<(&str, &TaskUpdate)> =
+            blocked.iter().map(|id| (id.as_str(), &update)).collect();
+        let payload = serde_json::json!({ "by": failed, "tasks": blocked });
+        self.update_tasks(store, &updates, "tasks_blocked", payload)?;
+        Ok(blocked)
+    }
+
+    /// Blocked descendants of `task_id` with no failed ancestor left go back to pending
+    /// (as `control::release_blocked`, on this view).
+    pub fn release_blocked(&mut self, store: &mut Store, task_id: &str) -> Result<(), EngineError> {
+        if self.blocked == 0 {
+            return Ok(());
+        }
+        let released = releasable(&self.plan, task_id);
+        if released.is_empty() {
+            return Ok(());
+        }
+        let pending = TaskUpdate {
+            status: Some(TaskStatus::Pending),
+            ..TaskUpdate::default()
+        };
+        let updates: Vec<(&str, &TaskUpdate)> =
+            released.iter().map(|id| (id.as_str(), &pending)).collect();
+        let payload = serde_json::json!({ "by": task_id, "tasks": released });
+        self.update_tasks(store, &updates, "tasks_released", payload)
+    }
+
+    /// How many tasks have each status in `wanted`.
+    pub fn count(&self, wanted: &[TaskStatus]) -> usize {
+        self.plan
+            .tasks
+            .iter()
+            .filter(|t| wanted.contains(&t.status))
+            .count()
+    }
+}
