@@ -71,14 +71,23 @@ impl RunLoop<'_> {
                     running.agent_session = Some(id);
                     None
                 }
-                AgentEvent::AssistantText { text } => {
+                AgentEvent::AssistantText { text, .. } => {
                     push_bounded(&mut running.assistant_tail, &text, ASSISTANT_TAIL_BYTES);
                     Some(activity(text.lines().last().unwrap_or("")))
                 }
-                AgentEvent::ToolUse { name, summary } => {
+                // A sub-agent's tool calls are not the task's own activity.
+                AgentEvent::ToolUse {
+                    name,
+                    summary,
+                    subagent: false,
+                    ..
+                } => {
+                    // One line, as before the planner's longer summaries; cut at 200.
+                    let summary =
+                        weft_agents::stream::one_line(&summary, weft_agents::stream::SUMMARY_MAX);
                     Some(activity(&format!("{name}: {summary}")))
                 }
-                AgentEvent::PermissionDenied { tool, detail }
+                AgentEvent::PermissionDenied { tool, detail, .. }
                     if running.denials.len() < MAX_DENIALS =>
                 {
                     running.denials.push(Denial { tool, detail });
