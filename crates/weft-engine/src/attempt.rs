@@ -95,7 +95,7 @@ pub fn runner_name(config: &EngineConfig, plan: &Plan, index: usize) -> String {
         TaskKind::Ops | TaskKind::Manual => "exec".into(),
         TaskKind::Ai => task
             .effective_runner(plan.runner.as_deref())
-            .unwrap_or(&config.default_runner)
+            .unwrap_or(&config.supervision.default_runner)
             .to_owned(),
     }
 }
@@ -108,6 +108,7 @@ pub fn manifest_for<'a>(
     let name = runner_name(config, plan, index);
     let task = &plan.tasks[index];
     config
+        .supervision
         .registry
         .get(&name)
         .map(|loaded| &loaded.manifest)
@@ -115,7 +116,12 @@ pub fn manifest_for<'a>(
             order: task.order,
             task: task.id.clone(),
             runner: name,
-            known: config.registry.names().collect::<Vec<_>>().join(", "),
+            known: config
+                .supervision
+                .registry
+                .names()
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -179,7 +185,7 @@ pub fn plan_launch(
         mode: task.mode.clone(),
         cwd: cwd.to_owned(),
         session_id: session_id.to_owned(),
-        running_as_root: config.running_as_root,
+        running_as_root: config.supervision.running_as_root,
         // The engine always has a channel: `weft approvals` from any terminal.
         relay: true,
     };
@@ -202,15 +208,15 @@ pub(crate) fn supervise_options(
     marker: Option<&Marker>,
 ) -> SuperviseOptions {
     SuperviseOptions {
-        timeout: config.task_timeout,
-        idle_after: config.idle_after,
-        kill_grace: config.kill_grace,
-        marker_grace: config.marker_grace,
+        timeout: config.limits.task_timeout,
+        idle_after: config.limits.idle_after,
+        kill_grace: config.limits.kill_grace,
+        marker_grace: config.limits.marker_grace,
         log_path,
-        log_cap_bytes: config.log_cap_bytes,
+        log_cap_bytes: config.limits.log_cap_bytes,
         tail_bytes: defaults::TAIL_BYTES,
         marker_token: marker.map(Marker::token),
-        secrets: config.secrets.clone(),
+        secrets: config.supervision.secrets.clone(),
         relay: None,
     }
 }

@@ -1,9 +1,8 @@
 //! Recovery moves and control requests, from any terminal, whether or not a run is active.
 //!
-//! State changes go straight to the store (a running engine sees the plan's revision move and
-//! reads it again);
-//! what only the engine can do (kill a running attempt, stop, start out of turn) is left as
-//! a control request it picks up.
+//! State changes go straight to the store (a running engine sees the plan's revision move
+//! and reads the plan again); what only the engine can do (kill a running attempt, stop,
+//! start out of turn) is left as a control request it picks up.
 
 use serde_json::json;
 use weft_core::edit::{Edit, TaskChanges, apply};

@@ -27,14 +27,29 @@ pub use engine::{RunSummary, run};
 pub use error::EngineError;
 pub use isolation::{Runnable, isolation_unavailable};
 
-/// Everything the engine needs to know, resolved by the front end.
+/// Everything the engine needs to know to run a plan, resolved once by the front end
+/// into typed groups.
 #[derive(Debug)]
 pub struct EngineConfig {
     /// The workspace root: where tasks run in shared mode, the repository in isolated mode.
     pub workspace: PathBuf,
+    /// `<workspace>/.weft`.
+    pub state_dir: PathBuf,
+    pub plan_id: String,
+    pub isolation: IsolationConfig,
+    pub limits: Limits,
+    pub supervision: Supervision,
+    pub approvals: Approvals,
+    /// How failures shape the run.
+    pub failures: Failures,
+}
+
+/// Where tasks work: worktrees and branches, or the workspace itself.
+#[derive(Debug, Clone)]
+pub struct IsolationConfig {
     /// Each AI attempt in its own worktree and branch, landed onto the run's integration
     /// branch; ops tasks in the run's integration checkout.
-    pub isolated: bool,
+    pub enabled: bool,
     /// The repositories of a multi-repo workspace (folder names); empty: the workspace
     /// itself, or every repository one level down when it is not one.
     pub repos: Vec<String>,
@@ -45,19 +60,33 @@ pub struct EngineConfig {
     pub stash: bool,
     /// Keep a task's worktree after its work landed.
     pub keep_worktrees: bool,
-    /// `<workspace>/.weft`.
-    pub state_dir: PathBuf,
-    pub plan_id: String,
+}
+
+/// How much runs at once, for how long, and how much of it is kept.
+#[derive(Debug, Clone)]
+pub struct Limits {
     /// Most attempts running at once (1..=64).
     pub parallel: usize,
-    pub halt_on_failure: bool,
-    /// Put failed, blocked and cancelled tasks back in line before running.
-    pub retry_failed: bool,
+    /// Wall-clock limit of one attempt (and of each of its checks).
     pub task_timeout: Duration,
+    /// Silence after which a running attempt is reported idle.
     pub idle_after: Duration,
+    /// How long an agent may keep running after its marker was seen.
     pub marker_grace: Duration,
+    /// Between the polite signal and the kill.
     pub kill_grace: Duration,
     pub log_cap_bytes: u64,
+    /// Bound on a transcript's final answer, in characters.
+    pub answer_chars: usize,
+    pub busy_timeout: Duration,
+    /// How often the loop looks at the store for control requests and edits.
+    pub poll_interval: Duration,
+    pub preflight_timeout: Duration,
+}
+
+/// Which runners start the attempts, and with what around them.
+#[derive(Debug)]
+pub struct Supervision {
     pub default_runner: String,
     pub registry: Registry,
     /// Values masked in logs, events and previews.
@@ -65,21 +94,29 @@ pub struct EngineConfig {
     pub running_as_root: bool,
     /// PATH used to find runner programs (None: the process's own).
     pub path_env: Option<std::ffi::OsString>,
-    pub busy_timeout: Duration,
-    /// How often the loop looks at the store for control requests and edits.
-    pub poll_interval: Duration,
-    pub preflight_timeout: Duration,
     /// Where the agents' transcript stores live (the front end reads the environment).
     pub locator: weft_agents::transcript::Locator,
-    /// Bound on a transcript's final answer, in characters.
-    pub answer_chars: usize,
     /// Set by the front end when the user interrupts (Ctrl-C): the run stops as if
     /// `weft stop` had been asked, killing every running attempt's process group.
     pub interrupt: Option<Interrupt>,
-    /// How task runners' permission requests are decided (the `approvals` setting), and
-    /// the scopes allowed in every mode.
-    pub approval_mode: weft_core::approval::Mode,
+}
+
+/// How task runners' permission requests are decided.
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    /// The `approvals` setting.
+    pub mode: weft_core::approval::Mode,
+    /// Scopes allowed in every mode.
     pub pre_approved: Vec<weft_core::approval::Scope>,
+}
+
+/// What a failure does to the rest of the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Failures {
+    /// Start nothing new after a failure.
+    pub halt: bool,
+    /// Put failed, blocked and cancelled tasks back in line before running.
+    pub retry: bool,
 }
 
 pub use weft_core::interrupt::Interrupt;

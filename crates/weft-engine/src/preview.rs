@@ -53,7 +53,7 @@ pub fn preview(
             if a == &launch.prompt && !a.is_empty() {
                 "<prompt>".to_owned()
             } else {
-                mask(a, &config.secrets)
+                mask(a, &config.supervision.secrets)
             }
         })
         .collect();
@@ -83,10 +83,10 @@ pub fn preview(
                 } else {
                     shown_value(k, v)
                 };
-                (k.clone(), mask(&shown, &config.secrets))
+                (k.clone(), mask(&shown, &config.supervision.secrets))
             })
             .collect(),
         prompt_via: prompt_via.into(),
-        prompt: mask(&launch.prompt, &config.secrets),
+        prompt: mask(&launch.prompt, &config.supervision.secrets),
     })
 }

@@ -238,14 +238,14 @@ impl RunLoop<'_> {
             cwd: cwd.to_owned(),
             log_dir: self.log_dir.clone(),
             attempt_id: ids.attempt.clone(),
-            timeout: config.task_timeout,
-            kill_grace: config.kill_grace,
-            secrets: config.secrets.clone(),
+            timeout: config.limits.task_timeout,
+            kill_grace: config.limits.kill_grace,
+            secrets: config.supervision.secrets.clone(),
             receives_marker,
             transcript: match (receives_marker, transcript_store) {
                 (true, Some(store)) => Some(TranscriptPlan {
                     store,
-                    locator: config.locator.clone(),
+                    locator: config.supervision.locator.clone(),
                     cwd: PathBuf::from(cwd),
                     // A little slack: file times and our clock need not agree to the
                     // millisecond.
@@ -253,7 +253,7 @@ impl RunLoop<'_> {
                     marker: launch.marker.as_ref().map(|m| m.token()),
                     session_id: (store == weft_agents::transcript::Store::ClaudeCode)
                         .then(|| ids.session.clone()),
-                    answer_chars: config.answer_chars,
+                    answer_chars: config.limits.answer_chars,
                 }),
                 _ => None,
             },

@@ -69,7 +69,7 @@ impl<'a> RunLoop<'a> {
         on_event: &'a mut dyn FnMut(EngineEvent),
     ) -> Result<RunLoop<'a>, EngineError> {
         let options = OpenOptions {
-            busy_timeout: config.busy_timeout,
+            busy_timeout: config.limits.busy_timeout,
         };
         let mut store = Store::open_or_create(&config.state_dir, options)?;
         let plan = store.plan(&config.plan_id)?;
@@ -108,15 +108,15 @@ impl<'a> RunLoop<'a> {
         let isolation = isolation.map(Arc::new);
         let executor: Arc<dyn Executor> = Arc::new(LocalExecutor {
             workspace: config.workspace.clone(),
-            runnable: config.runnable.clone(),
+            runnable: config.isolation.runnable.clone(),
             isolation: isolation.clone(),
         });
         let view = PlanView::load(&store, &config.plan_id)?;
         let approvals = RunnerApprovals::new(
-            config.approval_mode,
-            config.pre_approved.clone(),
+            config.approvals.mode,
+            config.approvals.pre_approved.clone(),
             &config.state_dir,
-            config.busy_timeout,
+            config.limits.busy_timeout,
             &config.plan_id,
         );
         let (tx, rx) = mpsc::channel::<Msg>();
@@ -158,7 +158,7 @@ impl<'a> RunLoop<'a> {
             plan: self.config.plan_id.clone(),
             continued,
             tasks: self.view.plan().tasks.len(),
-            parallel: self.config.parallel,
+            parallel: self.config.limits.parallel,
         };
         self.emit(event);
         Ok(())
@@ -201,7 +201,7 @@ impl<'a> RunLoop<'a> {
 
     /// A raised interrupt (Ctrl-C) stops the run like `weft stop`; true when it was news.
     fn notice_interrupt(&mut self) -> bool {
-        if self.stopping || !crate::interrupted(self.config.interrupt.as_ref()) {
+        if self.stopping || !crate::interrupted(self.config.supervision.interrupt.as_ref()) {
             return false;
         }
         self.emit(EngineEvent::Notice {
@@ -277,7 +277,7 @@ impl<'a> RunLoop<'a> {
         let running = self.live.len() + starts.len();
         for index in self
             .view
-            .next_to_start(running, self.config.parallel, self.halted)
+            .next_to_start(running, self.config.limits.parallel, self.halted)
         {
             if !starts.contains(&index) {
                 starts.push(index);
@@ -326,7 +326,7 @@ impl<'a> RunLoop<'a> {
         self.stopping
             || self
                 .view
-                .next_to_start(0, self.config.parallel, self.halted)
+                .next_to_start(0, self.config.limits.parallel, self.halted)
                 .is_empty()
                 && self.forced.is_empty()
     }
@@ -336,7 +336,7 @@ impl<'a> RunLoop<'a> {
     fn receive(&mut self) -> Result<Option<bool>, EngineError> {
         let mut reschedule = false;
         let mut messages = Vec::new();
-        match self.rx.recv_timeout(self.config.poll_interval) {
+        match self.rx.recv_timeout(self.config.limits.poll_interval) {
             Ok(message) => messages.push(message),
             Err(RecvTimeoutError::Timeout) => {
                 reschedule = true;

@@ -130,7 +130,7 @@ impl RunLoop<'_> {
             let Some(iso) = self.isolation.as_deref() else {
                 break;
             };
-            let keep = self.config.keep_worktrees;
+            let keep = self.config.isolation.keep_worktrees;
             let landed = landing::land(iso, self.executor.as_ref(), &waiting, keep);
             match waiting.then {
                 Then::Finish(ended) => self.record_end(*ended, Some(landed))?,
@@ -290,7 +290,7 @@ impl RunLoop<'_> {
                 tasks: blocked,
             });
         }
-        if self.config.halt_on_failure && !self.halted {
+        if self.config.failures.halt && !self.halted {
             self.halted = true;
             self.emit(EngineEvent::Halted {
                 by: failed.to_owned(),

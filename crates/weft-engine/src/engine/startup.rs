@@ -34,8 +34,8 @@ pub(super) fn preflight_runners(config: &EngineConfig, plan: &Plan) -> Result<()
         let availability = checked.entry(name.clone()).or_insert_with(|| {
             preflight::check(
                 manifest,
-                config.path_env.as_deref(),
-                config.preflight_timeout,
+                config.supervision.path_env.as_deref(),
+                config.limits.preflight_timeout,
             )
         });
         if !availability.available {
@@ -64,16 +64,16 @@ pub(super) fn isolate(
     integration_branch: Option<&str>,
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(Option<Isolation>, Stashes), EngineError> {
-    if !config.isolated {
+    if !config.isolation.enabled {
         return Ok((None, Vec::new()));
     }
     let prepared = Isolation::prepare(
         &config.workspace,
         &config.state_dir,
-        &config.repos,
+        &config.isolation.repos,
         run_id,
         integration_branch,
-        config.stash,
+        config.isolation.stash,
     )?;
     for (_, stash) in &prepared.stashes {
         on_event(EngineEvent::Notice {
@@ -108,7 +108,7 @@ impl RunLoop<'_> {
             if let (Some(pid), Some(group)) = (attempt.pid, attempt.process_group)
                 && same_process_alive(pid, attempt.process_start_ticks)
             {
-                killed = kill_group(group, self.config.kill_grace);
+                killed = kill_group(group, self.config.limits.kill_grace);
             }
             attempt.status = AttemptStatus::Interrupted;
             attempt.ended_at = Some(now());
@@ -174,7 +174,7 @@ impl RunLoop<'_> {
             .iter()
             .filter(|task| match task.status {
                 TaskStatus::InProgress | TaskStatus::Interrupted => true,
-                TaskStatus::Failed | TaskStatus::Cancelled => self.config.retry_failed,
+                TaskStatus::Failed | TaskStatus::Cancelled => self.config.failures.retry,
                 _ => false,
             })
             .map(|task| task.id.clone())

@@ -50,7 +50,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         },
     )?;
     // Ctrl-C stops the running agents and keeps the run resumable.
-    config.interrupt = Some(crate::interrupt::install());
+    config.supervision.interrupt = Some(crate::interrupt::install());
     execute(&config, args.json)
 }
 
@@ -77,7 +77,7 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
 pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
     let mut progress = Progress::new(json);
     let summary = weft_engine::run(config, &mut |event| progress.event(&event))?;
-    if weft_engine::interrupted(config.interrupt.as_ref()) {
+    if weft_engine::interrupted(config.supervision.interrupt.as_ref()) {
         let mut error = CliError::new(format!(
             "run {} interrupted: the running tasks were stopped",
             summary.run_id
