@@ -39,10 +39,31 @@ const PARALLEL: [usize; 2] = [1, 3];
 const TARGET: Duration = Duration::from_millis(15);
 /// How long the engine's loop waits for a message before it looks at the store anyway.
 const POLL_INTERVAL: Duration = weft_engine::defaults::POLL_INTERVAL;
+/// Plan sizes of the cost curve (`--without-isolation --parallel 8`).
+const CURVE: [usize; 5] = [200, 300, 1_000, 3_000, 10_000];
+/// The curve's sizes with `WEFT_BENCH_QUICK=1`.
+const CURVE_QUICK: [usize; 4] = [200, 300, 1_000, 3_000];
+/// The throughput run's plan size (`WEFT_BENCH_LARGE=1`).
+const LARGE: usize = 100_000;
+/// `--parallel` of the curve and the throughput run.
+const CURVE_PARALLEL: usize = 8;
+/// The curve's targets: wall per task at every size, the 3,000-task figure against the
+/// 300-task one, and tasks per second on the large plan.
+const CURVE_TARGET: Duration = Duration::from_millis(3);
+const CURVE_RATIO: f64 = 1.5;
+const LARGE_TARGET: f64 = 100.0;
+
+fn flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
-    let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
+    let quick = flag("WEFT_BENCH_QUICK");
+    if flag("WEFT_BENCH_CURVE_ONLY") {
+        curve(quick, flag("WEFT_BENCH_LARGE"));
+        return;
+    }
     let runs = if quick { 1 } else { 3 };
     println!(
         "weft run, orchestration overhead{}  (binary: {WEFT})",
@@ -136,50 +157,149 @@ fn main() {
             ms2(value)
         );
     }
+    curve(quick, flag("WEFT_BENCH_LARGE"));
+}
+
+/// The cost curve: wall per task of `weft run --without-isolation --parallel 8` at several
+/// plan sizes, the 3,000/300 ratio and (with `large`) tasks per second on 100,000 tasks.
+fn curve(quick: bool, large: bool) {
+    let sizes: &[usize] = if quick { &CURVE_QUICK } else { &CURVE };
+    println!(
+        "cost curve: weft run --without-isolation --parallel {CURVE_PARALLEL}, the same plan \
+         shape at each size{}",
+        if large {
+            ""
+        } else {
+            " (WEFT_BENCH_LARGE=1 adds 100,000 tasks)"
+        }
+    );
+    let mut per_task: BTreeMap<usize, Duration> = BTreeMap::new();
+    for &tasks in sizes {
+        let plan = workflow_toml(&dependency_shape(tasks));
+        let runs = if quick || tasks > 3_000 { 1 } else { 3 };
+        let samples = (0..runs)
+            .map(|_| timed_run_args(&plan, tasks, &curve_args()).wall)
+            .collect();
+        let wall = Median::of(samples);
+        let each = wall.median / tasks as u32;
+        per_task.insert(tasks, each);
+        println!(
+            "  {tasks:>6} tasks  wall median {}  {} per task  (runs: {})",
+            ms(wall.median),
+            ms2(each),
+            wall.list()
+        );
+    }
+    let mut verdicts: Vec<(String, bool)> = Vec::new();
+    for (&tasks, &each) in &per_task {
+        if [200, 1_000, 10_000].contains(&tasks) {
+            verdicts.push((
+                format!(
+                    "at most {} ms per task at {tasks} tasks: {}",
+                    CURVE_TARGET.as_millis(),
+                    ms2(each)
+                ),
+                each <= CURVE_TARGET,
+            ));
+        }
+    }
+    if let (Some(small), Some(big)) = (per_task.get(&300), per_task.get(&3_000)) {
+        let ratio = big.as_secs_f64() / small.as_secs_f64();
+        verdicts.push((
+            format!("3,000 tasks at most {CURVE_RATIO}x the 300-task figure: {ratio:.2}x"),
+            ratio <= CURVE_RATIO,
+        ));
+    }
+    if large {
+        let plan = workflow_toml(&dependency_shape(LARGE));
+        let run = timed_run_args(&plan, LARGE, &curve_args());
+        let rate = LARGE as f64 / run.wall.as_secs_f64();
+        println!(
+            "  {LARGE:>6} tasks  wall {}  {rate:.0} tasks/s  ({} per task; import {})",
+            ms(run.wall),
+            ms2(run.wall / LARGE as u32),
+            ms(run.import)
+        );
+        verdicts.push((
+            format!("at least {LARGE_TARGET} tasks/s on {LARGE} tasks: {rate:.0} tasks/s"),
+            rate >= LARGE_TARGET,
+        ));
+    }
+    for (text, held) in verdicts {
+        println!("target: {text} → {}", if held { "holds" } else { "MISSED" });
+    }
+}
+
+fn curve_args() -> Vec<String> {
+    ["run", "--without-isolation", "--parallel"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([CURVE_PARALLEL.to_string()])
+        .collect()
+}
+
+/// One measured run and the import before it.
+struct Timed {
+    wall: Duration,
+    import: Duration,
 }
 
 fn ms_per_task(d: Duration) -> String {
     ms2(d / TASKS as u32)
 }
 
-/// A fresh hermetic workspace (`weft init`) with the plan imported and current.
-fn workspace_with_plan(plan: &str) -> Hermetic {
+/// A fresh hermetic workspace (`weft init`) with the plan imported and current, and how
+/// long the import took.
+fn workspace_with_plan(plan: &str) -> (Hermetic, Duration) {
     let env = Hermetic::new();
     run_ok(&env, &["init", path_str(&env.work())]);
     let plan_file = env.root().join("plan.toml");
     fs::write(&plan_file, plan).expect("the plan file can be written");
+    let started = Instant::now();
     run_ok(&env, &["plan", "--file", path_str(&plan_file)]);
-    env
+    (env, started.elapsed())
 }
 
-/// One measured `weft run --parallel N` on a fresh workspace: spawn, drain stdout and
-/// stderr, wait. Then checks that the run says so and that every task completed.
+/// One measured `weft run --parallel N` of the 200-task plan.
 fn timed_run(plan: &str, parallel: usize) -> Duration {
-    let env = workspace_with_plan(plan);
-    let parallel_arg = parallel.to_string();
-    let args = ["run", "--parallel", parallel_arg.as_str()];
+    let args: Vec<String> = [
+        "run".to_owned(),
+        "--parallel".to_owned(),
+        parallel.to_string(),
+    ]
+    .into();
+    timed_run_args(plan, TASKS, &args).wall
+}
+
+/// One measured `weft ARGS` on a fresh workspace with `plan` (of `tasks` tasks): spawn,
+/// drain stdout and stderr, wait. Then checks that the run says so and that every task
+/// completed.
+fn timed_run_args(plan: &str, tasks: usize, args: &[String]) -> Timed {
+    let (env, import) = workspace_with_plan(plan);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut command = weft(&env, &args);
     let started = Instant::now();
     let output = command.output().expect("weft can be spawned");
-    let elapsed = started.elapsed();
+    let wall = started.elapsed();
     assert!(
         output.status.success(),
-        "weft run --parallel {parallel} failed ({}):\n{}",
+        "weft {args:?} failed ({}):\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8_lossy(&output.stdout);
-    let summary = format!("completed: {TASKS} completed");
+    let summary = format!("completed: {tasks} completed");
     assert!(
         text.lines().last().is_some_and(|l| l.contains(&summary)),
-        "weft run --parallel {parallel}: the last line does not say {summary:?}:\n{text}"
+        "weft {args:?}: the last line does not say {summary:?}:\n{}",
+        text.lines().last().unwrap_or("")
     );
-    check_all_completed(&env);
-    elapsed
+    check_all_completed(&env, tasks);
+    Timed { wall, import }
 }
 
-/// `weft status --json` must list exactly `TASKS` tasks, all completed.
-fn check_all_completed(env: &Hermetic) {
+/// `weft status --json` must list exactly `tasks` tasks, all completed.
+fn check_all_completed(env: &Hermetic, tasks_wanted: usize) {
     let stdout = run_ok(env, &["status", "--json"]);
     let value: serde_json::Value =
         serde_json::from_slice(&stdout).expect("weft status --json prints JSON");
@@ -193,7 +313,7 @@ fn check_all_completed(env: &Hermetic) {
             .or_default() += 1;
     }
     assert!(
-        tasks.len() == TASKS && by_status.get("completed") == Some(&TASKS),
+        tasks.len() == tasks_wanted && by_status.get("completed") == Some(&tasks_wanted),
         "after the run, weft status --json shows {} tasks: {by_status:?}",
         tasks.len()
     );
@@ -228,7 +348,7 @@ fn agent_time(count: usize) -> Duration {
 /// poll ticks and, for `--parallel 1` (one task at a time, so the phases add up to the
 /// wall time), where each task's time goes.
 fn traced_run(plan: &str, parallel: usize) {
-    let env = workspace_with_plan(plan);
+    let (env, _) = workspace_with_plan(plan);
     let parallel_arg = parallel.to_string();
     let mut command = weft(
         &env,
@@ -256,7 +376,7 @@ fn traced_run(plan: &str, parallel: usize) {
         status.success(),
         "weft run --parallel {parallel} --json failed ({status})"
     );
-    check_all_completed(&env);
+    check_all_completed(&env, TASKS);
 
     let ticks = seen.iter().filter(|s| s.event == "tick").count();
     let mut out = format!(
