@@ -6,6 +6,7 @@
 use serde_json::json;
 use thiserror::Error;
 
+use crate::Hint;
 use crate::model::{Plan, Task, TaskKind, TaskStatus, order_of};
 use crate::refs::{RefError, resolve_task_ref};
 use crate::slug::{slugify, unique_id};
@@ -107,11 +108,11 @@ pub enum EditError {
     },
 }
 
-impl EditError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for EditError {
+    fn hint(&self) -> Option<String> {
         match self {
-            EditError::Ref(_) => Some("name a task by its order number, #order or id".into()),
-            EditError::Invalid(errors) => Some(errors.first().hint().into()),
+            EditError::Ref(error) => error.hint(),
+            EditError::Invalid(errors) => errors.hint(),
             EditError::Locked { .. } => {
                 Some("retry or re-arm the task to run it again with new fields".into())
             }

@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod edit;
+pub mod hint;
 pub mod interrupt;
 pub mod marker;
 pub mod model;
@@ -18,6 +19,7 @@ pub mod verdict;
 pub mod workflow;
 
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
+pub use hint::Hint;
 pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{
     Attempt, AttemptStatus, Check, Denial, Landing, OutputSummary, Plan, PlanStatus, Run,

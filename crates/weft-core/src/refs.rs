@@ -20,6 +20,12 @@ pub enum RefError {
     EmptyPlan { reference: String },
 }
 
+impl crate::Hint for RefError {
+    fn hint(&self) -> Option<String> {
+        Some("name a task by its order number, #order or id".into())
+    }
+}
+
 /// Index of the task `reference` names: an order number (`3` or `#3`), an exact id, or an
 /// id prefix that only one task has.
 pub fn resolve_task_ref(tasks: &[Task], reference: &str) -> Result<usize, RefError> {

@@ -71,10 +71,9 @@ pub enum ValidationError {
     },
 }
 
-impl ValidationError {
-    /// A line telling the user what to do about it.
-    pub fn hint(&self) -> &'static str {
-        match self {
+impl crate::Hint for ValidationError {
+    fn hint(&self) -> Option<String> {
+        let advice = match self {
             ValidationError::BadId { .. } => {
                 "use ASCII letters, digits, '-', '_' or '.', not only digits"
             }
@@ -95,7 +94,8 @@ impl ValidationError {
             ValidationError::MissingCommand { .. } => "set `command` to the command the task runs",
             ValidationError::FieldNotForKind { .. } => "remove the field or change the task's kind",
             ValidationError::EmptyEntry { .. } => "remove the empty entry",
-        }
+        };
+        Some(advice.into())
     }
 }
 
@@ -139,6 +139,13 @@ impl fmt::Display for ValidationErrors {
 }
 
 impl std::error::Error for ValidationErrors {}
+
+impl crate::Hint for ValidationErrors {
+    /// The first problem's advice: fixing them in order is the way through.
+    fn hint(&self) -> Option<String> {
+        self.first().hint()
+    }
+}
 
 /// Something accepted that the user should know about.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::Hint;
 use crate::model::{Task, TaskKind, order_of};
 use crate::slug::{slugify, unique_id};
 use crate::validate::{ValidationErrors, Warning, validate_tasks};
@@ -132,15 +133,15 @@ pub enum WorkflowError {
     },
 }
 
-impl WorkflowError {
-    pub fn hint(&self) -> String {
-        match self {
+impl Hint for WorkflowError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
             WorkflowError::Syntax { .. } => {
                 "fix the file at that line and column; `weft plan schema` prints every field".into()
             }
             WorkflowError::EmptyGoal { .. } => "write what the plan is for in `goal`".into(),
-            WorkflowError::Invalid { errors, .. } => errors.first().hint().into(),
-        }
+            WorkflowError::Invalid { errors, .. } => return errors.hint(),
+        })
     }
 }
 

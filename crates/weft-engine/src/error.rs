@@ -1,5 +1,5 @@
 use thiserror::Error;
-use weft_core::{EditError, RefError, TaskStatus};
+use weft_core::{EditError, Hint, RefError, TaskStatus};
 use weft_store::StoreError;
 
 #[derive(Debug, Error)]
@@ -51,19 +51,18 @@ pub enum EngineError {
     /// running, a manual step whose dependencies are not done).
     #[error("{detail}")]
     Refused { detail: String, hint: String },
-    #[error("cannot write {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The OS error is part of the message and deliberately not a `source()`: the engine
+    /// keeps launch failures as one line (a verdict's reason), and a front end printing the
+    /// source chain would otherwise say it twice.
+    #[error("cannot write {path}: {error}")]
+    Io { path: String, error: std::io::Error },
 }
 
-impl EngineError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for EngineError {
+    fn hint(&self) -> Option<String> {
         match self {
             EngineError::Store(e) => e.hint(),
-            EngineError::Ref(_) => Some("name a task by its order number, #order or id".into()),
+            EngineError::Ref(e) => e.hint(),
             EngineError::Edit(e) => e.hint(),
             EngineError::UnknownRunner { order, known, .. } => Some(format!(
                 "pick a known runner with `weft task edit {order} --runner NAME` ({known}), or add a manifest in .weft/runners/"
@@ -84,7 +83,7 @@ impl EngineError {
             EngineError::Draft { plan } => Some(format!(
                 "plan again with `weft plan \"goal\"`, or load another plan with `weft sessions load`; `weft plan log --plan {plan}` shows what the planner did"
             )),
-            EngineError::Git(_) => None,
+            EngineError::Git(e) => e.hint(),
             EngineError::Isolation { hint, .. } | EngineError::Refused { hint, .. } => {
                 Some(hint.clone())
             }

@@ -124,7 +124,7 @@ impl LocalExecutor {
     fn isolation(&self) -> Result<&Isolation, EngineError> {
         self.isolation.as_deref().ok_or_else(|| EngineError::Io {
             path: self.workspace.display().to_string(),
-            source: std::io::Error::other("this run is not isolated: there is no worktree to cut"),
+            error: std::io::Error::other("this run is not isolated: there is no worktree to cut"),
         })
     }
 }

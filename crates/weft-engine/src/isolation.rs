@@ -367,9 +367,9 @@ impl Isolation {
                         continue;
                     }
                     std::os::unix::fs::symlink(slot.repo.root().join(&entry), &target).map_err(
-                        |source| EngineError::Io {
+                        |error| EngineError::Io {
                             path: target.display().to_string(),
-                            source,
+                            error,
                         },
                     )?;
                     links.push(PathBuf::from(entry));
@@ -643,9 +643,9 @@ const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 6
 fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::process::CommandExt;
-    let io = |source| EngineError::Io {
+    let io = |error| EngineError::Io {
         path: folder.display().to_string(),
-        source,
+        error,
     };
     // Output goes to a file, not memory: a setup that floods its output costs disk, bounded
     // by what it writes, and only the tail is read back.

@@ -15,7 +15,7 @@ use weft_core::approval::{
     ApprovalPolicy, Asker, Decision, Mode, Outcome, Request, Scope, Subject,
 };
 use weft_core::edit::EditReport;
-use weft_core::{Plan, PlanStatus, Timestamp};
+use weft_core::{Hint, Plan, PlanStatus, Timestamp};
 use weft_planner::conversation::{
     Backend, DEFAULT_MAX_STEPS, Finish, Host, LogItem, PlannerError, Session, SessionConfig,
 };
@@ -177,21 +177,22 @@ pub enum PlanningError {
     Planner(#[from] PlannerError),
     #[error(transparent)]
     Engine(#[from] EngineError),
-    #[error("plan {plan}: {source}")]
+    /// The planner's error is part of the message and deliberately not a `source()`, so a
+    /// front end printing the source chain says it once.
+    #[error("plan {plan}: {error}")]
     Failed {
         /// The draft that keeps the research log.
         plan: String,
-        #[source]
-        source: PlannerError,
+        error: PlannerError,
     },
 }
 
-impl PlanningError {
-    pub fn hint(&self) -> Option<String> {
+impl Hint for PlanningError {
+    fn hint(&self) -> Option<String> {
         match self {
             PlanningError::Planner(error) => error.hint(),
             PlanningError::Engine(error) => error.hint(),
-            PlanningError::Failed { plan, source } => Some(match source.hint() {
+            PlanningError::Failed { plan, error } => Some(match error.hint() {
                 Some(hint) => format!("{hint}; `weft plan log --plan {plan}` shows the research"),
                 None => format!("`weft plan log --plan {plan}` shows the research"),
             }),
@@ -307,9 +308,9 @@ pub fn plan_from_goal(
     let mut session = Session::new(backend, session_config(config, goal, None, slug));
     let opening = prompt::opening_message(goal, &prompt::project_context(&config.workspace));
     let (result, prd_path) = converse(&mut session, opening, store, &draft.id, config, front);
-    let finish = result.map_err(|source| PlanningError::Failed {
+    let finish = result.map_err(|error| PlanningError::Failed {
         plan: draft.short_id().to_owned(),
-        source,
+        error,
     })?;
     match finish {
         Finish::Plan { plan: imported, .. } => {
@@ -367,9 +368,9 @@ pub fn revise_plan(
     let opening =
         prompt::revision_message(&base.goal, prd_text.as_deref(), &plan_lines(&base), request);
     let (result, saved_prd) = converse(&mut session, opening, store, plan_id, &revision, front);
-    let finish = result.map_err(|source| PlanningError::Failed {
+    let finish = result.map_err(|error| PlanningError::Failed {
         plan: base.short_id().to_owned(),
-        source,
+        error,
     })?;
     let now = front.now();
     match finish {

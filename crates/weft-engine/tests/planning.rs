@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 use serde_json::{Value, json};
 use weft_core::approval::{Mode, PLANNER_ASK_TTL, Scope};
-use weft_core::{PlanStatus, Task, Timestamp};
+use weft_core::{Hint as _, PlanStatus, Task, Timestamp};
 use weft_engine::EngineError;
 use weft_engine::planning::{
     ApprovalAnswer, ApprovalPrompt, PlanFrontEnd, PlannerChoice, PlannerEvent, PlanningConfig,
@@ -547,7 +547,7 @@ fn a_failed_session_keeps_the_current_plan_and_its_draft_keeps_the_log() {
     let error = plan_from_goal(&mut fixture.store, GOAL, &config, &mut front).unwrap_err();
     let PlanningError::Failed {
         plan: short,
-        source,
+        error: source,
     } = &error
     else {
         panic!("expected a failed session, got {error:?}")

@@ -331,9 +331,9 @@ impl<'a> Call<'a> {
     }
 
     fn spawn(&self) -> Result<Child, GitError> {
-        self.command().spawn().map_err(|source| GitError::Spawn {
+        self.command().spawn().map_err(|error| GitError::Spawn {
             program: self.git.program.to_string_lossy().into_owned(),
-            source,
+            error,
         })
     }
 
@@ -351,9 +351,9 @@ impl<'a> Call<'a> {
             }
             _ => None,
         };
-        let output = child.wait_with_output().map_err(|source| GitError::Spawn {
+        let output = child.wait_with_output().map_err(|error| GitError::Spawn {
             program: self.git.program.to_string_lossy().into_owned(),
-            source,
+            error,
         })?;
         if let Some(writer) = writer {
             let _ = writer.join();
@@ -453,9 +453,9 @@ impl<'a> Call<'a> {
         let truncated = kept.len() > limit;
         kept.truncate(limit);
         drop(stdout);
-        let status = child.wait().map_err(|source| GitError::Spawn {
+        let status = child.wait().map_err(|error| GitError::Spawn {
             program: self.git.program.to_string_lossy().into_owned(),
-            source,
+            error,
         })?;
         let stderr = errors.join().unwrap_or_default();
         let out = Output {

@@ -14,18 +14,21 @@ use crate::Oid;
 pub enum GitError {
     /// The git program could not be started at all (usually: not installed or not on
     /// `PATH`).
-    #[error("cannot run `{program}`: {source}")]
+    ///
+    /// The OS error is part of the message and deliberately not a `source()`: git errors
+    /// are often kept as one line (a verdict's reason, a landing detail), and a front end
+    /// that prints the source chain would otherwise say it twice.
+    #[error("cannot run `{program}`: {error}")]
     Spawn {
         program: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    /// A file-system operation weft did itself (not through git) failed.
-    #[error("{path}: {source}")]
+    /// A file-system operation weft did itself (not through git) failed (the OS error is
+    /// in the message, as for [`GitError::Spawn`]).
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The folder is not inside any git repository git will open (`detail`: git's
     /// words, which also tell "dubious ownership" refusals apart).
@@ -135,6 +138,40 @@ fn describe(oid: Option<&Oid>) -> String {
     }
 }
 
+impl weft_core::Hint for GitError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            GitError::Spawn { .. } => "install git and make sure it is on PATH".into(),
+            GitError::Io { .. } => "check that the folder exists and is writable by you".into(),
+            GitError::NotARepository { .. } | GitError::NoWorkTree { .. } => {
+                "run weft in a git checkout (`git init` makes one), or run with --without-isolation"
+                    .into()
+            }
+            GitError::TooOld { needed, .. } => format!("install git {needed} or newer"),
+            GitError::Locked { lock, .. } => format!(
+                "wait for the other git process; if none is running, remove {}",
+                lock.display()
+            ),
+            GitError::BranchExists { branch, .. } => {
+                format!("delete or rename the branch {branch}, or pick another name")
+            }
+            GitError::NoSuchBranch { .. } | GitError::UnknownRevision { .. } => {
+                "`git branch --all` lists the branches of the repository".into()
+            }
+            GitError::RefMoved { .. } => {
+                "another process moved it meanwhile; run the command again".into()
+            }
+            GitError::PreflightFailed { .. } => {
+                "fix each problem named and run the command again; nothing was changed".into()
+            }
+            GitError::Command { .. }
+            | GitError::UnexpectedOutput { .. }
+            | GitError::InvalidName { .. }
+            | GitError::WorktreePath { .. } => return None,
+        })
+    }
+}
+
 impl GitError {
     /// The repository (or folder) the error is about, when there is one.
     pub fn repo(&self) -> Option<&Path> {
@@ -156,10 +193,10 @@ impl GitError {
         }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> GitError {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> GitError {
         GitError::Io {
             path: path.into(),
-            source,
+            error,
         }
     }
 }

@@ -175,8 +175,8 @@ pub enum PlannerError {
     Empty,
 }
 
-impl PlannerError {
-    pub fn hint(&self) -> Option<String> {
+impl weft_core::Hint for PlannerError {
+    fn hint(&self) -> Option<String> {
         match self {
             PlannerError::Provider(error) => error.hint(),
             PlannerError::Interrupted => None,

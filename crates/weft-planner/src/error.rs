@@ -68,9 +68,8 @@ fn said(words: &Option<String>) -> String {
     }
 }
 
-impl ProviderError {
-    /// What the user can do about it.
-    pub fn hint(&self) -> Option<String> {
+impl weft_core::Hint for ProviderError {
+    fn hint(&self) -> Option<String> {
         match self {
             ProviderError::NotConfigured { .. } => Some(
                 "set WEFT_PLANNER_BASE_URL, WEFT_PLANNER_API_KEY and WEFT_PLANNER_MODEL, or plan with an agent CLI you are logged into: --planner claude-code|codex|opencode".into(),

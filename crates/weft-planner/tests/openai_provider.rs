@@ -6,6 +6,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use weft_core::Hint as _;
 use weft_planner::provider::openai::{OpenAiConfig, OpenAiModel};
 use weft_planner::{
     ChatModel, FinishReason, Message, ProviderError, Reply, StreamEvent, ToolCall, ToolSpec, Usage,

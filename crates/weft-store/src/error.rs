@@ -3,13 +3,15 @@ use std::time::Duration;
 
 use rusqlite::ErrorCode;
 use thiserror::Error;
-use weft_core::EditError;
+use weft_core::{EditError, Hint};
 
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("weft's state folder {path} is a file, not a folder")]
     StateDirBlocked { path: PathBuf },
-    #[error("{path}: {source}")]
+    /// A file-system operation on weft's state folder failed; the OS error is the source
+    /// (shown as `caused by:`), not part of the message.
+    #[error("cannot use {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -29,7 +31,8 @@ pub enum StoreError {
     Busy { path: PathBuf, waited_ms: u128 },
     #[error("database {path} cannot be written: {detail}")]
     ReadOnly { path: PathBuf, detail: String },
-    #[error("database {path}: {source}")]
+    /// SQLite failed in a way weft has no better words for; its error is the source.
+    #[error("database {path} failed")]
     Sqlite {
         path: PathBuf,
         #[source]
@@ -90,9 +93,10 @@ impl StoreError {
             },
         }
     }
+}
 
-    /// What the user can do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Hint for StoreError {
+    fn hint(&self) -> Option<String> {
         match self {
             StoreError::StateDirBlocked { path } => Some(format!(
                 "move or remove the file {} so weft can create its folder there",

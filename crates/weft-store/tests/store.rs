@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use serde_json::json;
+use weft_core::Hint as _;
 use weft_core::edit::{Edit, EditError, NewTask, TaskChanges};
 use weft_core::{
     Check, OutputSummary, Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Verdict,

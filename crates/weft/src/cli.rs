@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
     approvals, cancel, complete, config, demo, force_start, handoff, init, log, manual, plan,
@@ -86,4 +86,19 @@ pub enum Command {
     Transcript(transcript::Args),
     /// List the planner's open approval questions; answer one with `allow` or `deny`.
     Approvals(approvals::Args),
+}
+
+/// Whether the command being run was given `--json` (every command that reports something
+/// takes it): then stdout carries only its result and an error is one line of JSON.
+pub fn wants_json(matches: &ArgMatches) -> bool {
+    let mut current = matches;
+    loop {
+        if let Ok(Some(true)) = current.try_get_one::<bool>("json") {
+            return true;
+        }
+        match current.subcommand() {
+            Some((_, sub)) => current = sub,
+            None => return false,
+        }
+    }
 }

@@ -13,12 +13,18 @@ mod workspace;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    // Known before the command runs, so even a failure to load settings is JSON.
+    let json = cli::wants_json(&matches);
+    let cli = match cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => error.report(),
+        Err(error) => error.report(json),
     }
 }

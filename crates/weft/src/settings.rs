@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fs_err as fs;
 
-use crate::error::CliError;
+use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
 
 /// One known setting.
 #[derive(Debug)]
@@ -314,11 +314,17 @@ impl Settings {
                 (key.default.to_owned(), Source::Default)
             };
             if let Err(problem) = (key.check)(&value) {
+                let code = if source == Source::Flag {
+                    EXIT_USAGE
+                } else {
+                    EXIT_FAILURE
+                };
                 return Err(CliError::new(format!(
                     "setting `{}` = {value:?} from {source} {problem}",
                     key.name
                 ))
-                .hint(format!("{}: {}", key.name, key.about)));
+                .hint(format!("{}: {}", key.name, key.about))
+                .with_code(code));
             }
             values.insert(key.name, (value, source));
         }
@@ -440,13 +446,15 @@ fn parse_flags(flags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
     for flag in flags {
         let Some((name, value)) = flag.split_once('=') else {
             return Err(CliError::new(format!("-c {flag:?} is not KEY=VALUE"))
-                .hint(format!("known settings: {}", known_names())));
+                .hint(format!("known settings: {}", known_names()))
+                .with_code(EXIT_USAGE));
         };
         let name = name.trim();
         if !KEYS.iter().any(|k| k.name == name) {
             return Err(
                 CliError::new(format!("-c names an unknown setting {name:?}"))
-                    .hint(format!("known settings: {}", known_names())),
+                    .hint(format!("known settings: {}", known_names()))
+                    .with_code(EXIT_USAGE),
             );
         }
         out.insert(name.to_owned(), value.to_owned());

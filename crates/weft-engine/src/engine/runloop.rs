@@ -93,9 +93,9 @@ impl<'a> RunLoop<'a> {
         let log_dir = config.state_dir.join("logs").join(&run_id);
         let prompt_dir = config.state_dir.join("prompts").join(&run_id);
         for dir in [&log_dir, &prompt_dir] {
-            fs::create_dir_all(dir).map_err(|source| EngineError::Io {
+            fs::create_dir_all(dir).map_err(|error| EngineError::Io {
                 path: dir.display().to_string(),
-                source,
+                error,
             })?;
         }
         let (isolation, stashes) = startup::isolate(

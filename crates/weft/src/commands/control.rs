@@ -8,20 +8,7 @@ use weft_store::Store;
 use crate::cli::Globals;
 use crate::commands::stdout;
 use crate::context::Ctx;
-use crate::error::{CliError, CliResult};
-
-impl From<EngineError> for CliError {
-    fn from(error: EngineError) -> Self {
-        if let EngineError::Store(store) = error {
-            return CliError::from(store);
-        }
-        let mut cli = CliError::new(error.to_string());
-        if let Some(hint) = error.hint() {
-            cli = cli.hint(hint);
-        }
-        cli
-    }
-}
+use crate::error::CliResult;
 
 /// Run `action` on the selected plan and print what it did.
 pub fn with_plan(

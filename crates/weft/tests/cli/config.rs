@@ -31,6 +31,6 @@ fn bad_settings_are_refused_with_their_place() {
     weft.write("weft.toml", "parallel = \n");
     let syntax = weft.fails(&["config"], 1);
     weft.write("weft.toml", "");
-    let flag = weft.fails(&["-c", "parallel", "config"], 1);
+    let flag = weft.fails(&["-c", "parallel", "config"], 2);
     snapshot!(weft, zero, unknown, syntax, flag);
 }

@@ -221,10 +221,7 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
 }
 
 pub fn planning_error(error: PlanningError, config: &PlanningConfig) -> CliError {
-    let mut out = CliError::new(error.to_string());
-    if let Some(hint) = error.hint() {
-        out = out.hint(hint);
-    }
+    let mut out = CliError::from(error);
     if weft_engine::interrupted(config.interrupt.as_ref()) {
         out.code = crate::error::EXIT_INTERRUPTED;
     }
