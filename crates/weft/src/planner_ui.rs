@@ -31,6 +31,8 @@ pub struct TerminalPlanner {
     show_text: bool,
     /// Ctrl-C: a wait for the user ends.
     interrupt: Option<Interrupt>,
+    /// The planner's text goes to stderr (with `--json`, stdout carries only the result).
+    text_on_stderr: bool,
 }
 
 impl TerminalPlanner {
@@ -71,6 +73,7 @@ impl TerminalPlanner {
             shown_asks: HashSet::new(),
             show_text: true,
             interrupt,
+            text_on_stderr: false,
         }
     }
 
@@ -82,6 +85,22 @@ impl TerminalPlanner {
             shown_asks: HashSet::new(),
             show_text: false,
             interrupt,
+            text_on_stderr: false,
+        }
+    }
+
+    /// Print the planner's text on stderr instead of stdout.
+    pub fn text_on_stderr(mut self, yes: bool) -> TerminalPlanner {
+        self.text_on_stderr = yes;
+        self
+    }
+
+    /// Where the planner's text goes.
+    fn text_out(&self) -> Box<dyn Write> {
+        if self.text_on_stderr {
+            Box::new(anstream::stderr().lock())
+        } else {
+            Box::new(anstream::stdout().lock())
         }
     }
 
@@ -130,7 +149,7 @@ impl PlanFrontEnd for TerminalPlanner {
     fn event(&mut self, event: &PlannerEvent) {
         match event {
             PlannerEvent::Text(text) if self.show_text => {
-                let mut out = anstream::stdout().lock();
+                let mut out = self.text_out();
                 let _ = out.write_all(text.as_bytes());
                 let _ = out.flush();
                 self.streamed = true;
@@ -142,7 +161,7 @@ impl PlanFrontEnd for TerminalPlanner {
                 outcome,
             } => {
                 if self.streamed {
-                    let _ = writeln!(anstream::stdout().lock());
+                    let _ = writeln!(self.text_out());
                     self.streamed = false;
                 }
                 let dim = anstyle::Style::new().dimmed();
@@ -154,9 +173,9 @@ impl PlanFrontEnd for TerminalPlanner {
             }
             PlannerEvent::Reply(text) => {
                 if self.show_text && !self.streamed && !text.trim().is_empty() {
-                    let _ = writeln!(anstream::stdout().lock(), "{}", text.trim_end());
+                    let _ = writeln!(self.text_out(), "{}", text.trim_end());
                 } else if self.streamed {
-                    let _ = writeln!(anstream::stdout().lock());
+                    let _ = writeln!(self.text_out());
                 }
                 self.streamed = false;
             }
@@ -203,7 +222,7 @@ impl PlanFrontEnd for TerminalPlanner {
     fn approval(&mut self, ask: &ApprovalPrompt, wait: Duration) -> Option<ApprovalAnswer> {
         if self.shown_asks.insert(ask.id) {
             if self.streamed {
-                let _ = writeln!(anstream::stdout().lock());
+                let _ = writeln!(self.text_out());
                 self.streamed = false;
             }
             let yellow = anstyle::AnsiColor::Yellow.on_default().bold();

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::cli::Globals;
+use crate::commands::{JsonArg, print_json};
 use crate::context::Ctx;
 use crate::error::CliResult;
 use crate::render::note;
@@ -12,6 +13,8 @@ use crate::workspace::Workspace;
 pub struct Args {
     /// Folder to make a workspace (default: the current folder).
     pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -34,5 +37,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     };
     note(&format!("{verb}: {}", ctx.workspace.root.display()));
     note(&format!("state: {}", store.path().display()));
+    if args.output.json {
+        return print_json(&serde_json::json!({
+            "workspace": ctx.workspace.root,
+            "state": store.path(),
+            "created": !existed,
+        }));
+    }
     Ok(())
 }

@@ -4,7 +4,10 @@
 use std::fmt::Write as _;
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use serde_json::json;
+
+use crate::commands::control::print_task;
+use crate::commands::{JsonArg, print_json, report_lines, stdout};
 use crate::context::Ctx;
 use crate::error::CliResult;
 
@@ -15,6 +18,8 @@ pub struct Args {
     /// Tick step STEP (1-based), or every step when no number is given.
     #[arg(long, value_name = "STEP", num_args = 0..=1)]
     pub done: Option<Option<usize>>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -23,7 +28,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let plan_id = ctx.plan_id(&store)?;
     if let Some(step) = args.done {
         let report = weft_engine::control::manual_tick(&mut store, &plan_id, &args.task, step)?;
-        return stdout(&format!("{}\n", report.lines.join("\n")));
+        report_lines(&report.lines, args.output.json)?;
+        if args.output.json {
+            return print_task(&store, &plan_id, &args.task);
+        }
+        return Ok(());
     }
     let view = weft_engine::control::manual_view(
         &store,
@@ -33,6 +42,23 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         &ctx.workspace.state_dir(),
         &ctx.settings.repos(),
     )?;
+    if args.output.json {
+        let steps: Vec<serde_json::Value> = view
+            .steps
+            .iter()
+            .map(|(text, done)| json!({ "text": text, "done": done }))
+            .collect();
+        return print_json(&json!({
+            "order": view.order,
+            "id": view.id,
+            "title": view.title,
+            "status": view.status,
+            "steps": steps,
+            "checkout": view.checkout.as_deref().unwrap_or(&ctx.workspace.root),
+            "integration_checkout": view.checkout.is_some(),
+            "waiting_on": view.waiting_on,
+        }));
+    }
     let mut text = format!("#{} {} [{}]\n", view.order, view.title, view.status);
     for (number, (step, done)) in view.steps.iter().enumerate() {
         let mark = if *done { "x" } else { " " };

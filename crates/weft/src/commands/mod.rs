@@ -70,11 +70,34 @@ pub fn stdout(text: &str) -> CliResult {
     }
 }
 
+/// The `--json` flag of every command that reports something.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct JsonArg {
+    /// Print the result as JSON on stdout (notes stay on stderr; an error is one line of
+    /// JSON on stderr, with the same exit code).
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Write `value` as pretty JSON and a newline (the `--json` form of every command).
 pub fn print_json(value: &impl serde::Serialize) -> CliResult {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| {
         crate::error::CliError::new(format!("cannot encode the output as JSON: {e}"))
     })?;
+    text.push('\n');
+    stdout(&text)
+}
+
+/// The text report of a command: its lines on stdout, or with `--json` on stderr (for the
+/// person), since stdout then carries only the JSON result.
+pub fn report_lines(lines: &[String], json: bool) -> CliResult {
+    if json {
+        for line in lines {
+            crate::render::note(line);
+        }
+        return Ok(());
+    }
+    let mut text = lines.join("\n");
     text.push('\n');
     stdout(&text)
 }

@@ -768,7 +768,8 @@ fn slot_caps_are_validated() {
         "{}",
         zero.stderr
     );
-    let word = weft.fails(&["-c", "parallel=abc", "run"], 1);
+    // A bad `-c` is a usage error, like a bad `--parallel`.
+    let word = weft.fails(&["-c", "parallel=abc", "run"], 2);
     assert!(
         word.stderr.contains("must be a whole number from 1 to 64"),
         "{}",

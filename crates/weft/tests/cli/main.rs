@@ -8,6 +8,7 @@ mod config;
 mod demo;
 mod engine;
 mod isolation;
+mod json;
 mod plan;
 mod planner;
 mod runner_approvals;

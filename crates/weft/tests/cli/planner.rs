@@ -1086,5 +1086,5 @@ fn planner_names_and_flags_are_checked_the_same_everywhere() {
     // The setting takes the names `--planner` takes.
     weft.ok(&["-c", "planner=claude", "config"]);
     let bad = weft.run(&["-c", "planner=gemini", "config"]);
-    assert_eq!(bad.code, 1, "{}", weft.show(&bad));
+    assert_eq!(bad.code, 2, "{}", weft.show(&bad));
 }

@@ -1,6 +1,7 @@
 //! `weft approvals allow ID [--scope SCOPE]`: allow what an open question asks.
 
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -11,8 +12,10 @@ pub struct Args {
     /// or `command:git`.
     #[arg(long, value_name = "SCOPE")]
     pub scope: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
-    super::answer(globals, &args.id, true, args.scope.as_deref())
+    super::answer(globals, &args.id, true, args.scope.as_deref(), args.output)
 }

@@ -10,7 +10,7 @@ use weft_core::approval::Scope;
 use weft_store::{AnswerRefused, AskRecord, Store};
 
 use crate::cli::Globals;
-use crate::commands::{print_json, stdout};
+use crate::commands::{JsonArg, print_json, stdout};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
 use crate::render::note;
@@ -88,7 +88,13 @@ fn process_alive(pid: u32) -> bool {
 }
 
 /// Record an answer to question `id` for the waiting planner to apply.
-pub fn answer(globals: &Globals, id: &str, allowed: bool, scope: Option<&str>) -> CliResult {
+pub fn answer(
+    globals: &Globals,
+    id: &str,
+    allowed: bool,
+    scope: Option<&str>,
+    output: JsonArg,
+) -> CliResult {
     let id: i64 = id.trim().trim_start_matches('#').parse().map_err(|_| {
         CliError::new(format!("{id:?} is not an approval question id"))
             .hint("`weft approvals` lists the open questions with their ids")
@@ -108,6 +114,15 @@ pub fn answer(globals: &Globals, id: &str, allowed: bool, scope: Option<&str>) -
                 ask.subject,
                 scope.unwrap_or(&ask.scope)
             ));
+            if output.json {
+                return print_json(&serde_json::json!({
+                    "id": id,
+                    "allowed": allowed,
+                    "subject": ask.subject,
+                    "asked_scope": ask.scope,
+                    "scope": scope.unwrap_or(&ask.scope),
+                }));
+            }
             Ok(())
         }
         Err(refused @ AnswerRefused::Unknown { .. }) => Err(CliError::new(refused.to_string())

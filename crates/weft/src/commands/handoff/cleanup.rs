@@ -1,13 +1,17 @@
 //! `weft handoff cleanup`: remove the run's worktrees, keep its branches.
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub output: JsonArg,
+}
 
-pub fn run(_args: Args, globals: &Globals) -> CliResult {
+pub fn run(args: Args, globals: &Globals) -> CliResult {
     let (_, _, handoff) = super::open(globals)?;
-    stdout(&format!("{}\n", handoff.cleanup()?.join("\n")))
+    let run_id = handoff.run.id.clone();
+    super::report(&run_id, "cleanup", &handoff.cleanup()?, args.output)
 }

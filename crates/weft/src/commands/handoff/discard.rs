@@ -2,7 +2,7 @@
 //! `refs/weft/discarded/<run>` so landed work is never lost outright.
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -10,14 +10,14 @@ pub struct Args {
     /// Discard without being asked.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let (mut store, plan_id, handoff) = super::open(globals)?;
-    super::confirm(
-        &format!("discard run {} and its branches", handoff.run.id),
-        args.yes,
-    )?;
+    let run_id = handoff.run.id.clone();
+    super::confirm(&format!("discard run {run_id} and its branches"), args.yes)?;
     let lines = handoff.discard(&mut store, &plan_id)?;
-    stdout(&format!("{}\n", lines.join("\n")))
+    super::report(&run_id, "discard", &lines, args.output)
 }

@@ -2,7 +2,7 @@
 //! preflight; nothing is merged when it finds a problem.
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -10,10 +10,13 @@ pub struct Args {
     /// Merge without being asked.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let (mut store, plan_id, handoff) = super::open(globals)?;
+    let run_id = handoff.run.id.clone();
     super::confirm(
         &format!(
             "merge {} into your checked-out branch",
@@ -22,5 +25,5 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         args.yes,
     )?;
     let lines = handoff.merge(&mut store, &plan_id)?;
-    stdout(&format!("{}\n", lines.join("\n")))
+    super::report(&run_id, "merge", &lines, args.output)
 }

@@ -11,6 +11,7 @@ use weft_engine::handoff::Handoff;
 use weft_store::Store;
 
 use crate::cli::Globals;
+use crate::commands::{JsonArg, print_json, report_lines};
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 
@@ -54,6 +55,16 @@ pub fn open(globals: &Globals) -> CliResult<(Store, String, Handoff)> {
         &ctx.settings.repos(),
     )?;
     Ok((store, plan_id, handoff))
+}
+
+/// What a handoff step did: its lines, or with `--json` one object naming the run and the
+/// step, with the lines (the lines also go to stderr, for the person).
+pub fn report(run: &str, step: &str, lines: &[String], output: JsonArg) -> CliResult {
+    report_lines(lines, output.json)?;
+    if output.json {
+        return print_json(&serde_json::json!({ "run": run, "step": step, "report": lines }));
+    }
+    Ok(())
 }
 
 /// Ask on a terminal; without one, only `--yes` goes ahead.

@@ -7,7 +7,7 @@ use weft_core::{WorkflowFile, WorkflowFormat};
 
 use crate::cli::Globals;
 use crate::commands::plan::FormatArg;
-use crate::commands::stdout;
+use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::render::note;
@@ -20,15 +20,21 @@ pub struct Args {
     /// Write to this file instead of stdout (replaced atomically).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Without -o: the workflow file as JSON (same as --format json). With -o: a JSON object
+    /// saying what was written where.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let ctx = Ctx::load(globals)?;
     let store = ctx.store_with_plans()?;
     let plan = store.plan(&ctx.plan_id(&store)?)?;
-    let format = args
-        .format
-        .map(WorkflowFormat::from)
+    let asked = match (args.json, args.output.is_some()) {
+        (true, false) => Some(WorkflowFormat::Json),
+        _ => args.format.map(WorkflowFormat::from),
+    };
+    let format = asked
         .or_else(|| {
             args.output
                 .as_ref()
@@ -47,6 +53,14 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.tasks.len(),
         path.display()
     ));
+    if args.json {
+        return print_json(&serde_json::json!({
+            "plan": plan.id,
+            "task_count": plan.tasks.len(),
+            "path": path,
+            "format": format.to_string().to_ascii_lowercase(),
+        }));
+    }
     Ok(())
 }
 

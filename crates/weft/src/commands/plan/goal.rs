@@ -10,11 +10,12 @@ use weft_engine::planning::{
     RunnerChoice, Style,
 };
 
-use crate::commands::{stdout, styled};
+use crate::commands::plan::print_plan;
+use crate::commands::{JsonArg, print_json};
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::planner_ui::TerminalPlanner;
-use crate::render::{note, plan_map};
+use crate::render::note;
 
 /// Options shared by `weft plan "goal"` and `weft plan revise`.
 #[derive(Debug, Clone, clap::Args)]
@@ -151,7 +152,7 @@ pub fn conversational(args: &PlannerArgs) -> bool {
     !args.yes && (args.interactive || std::io::stdin().is_terminal())
 }
 
-pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
+pub fn run(goal: String, args: PlannerArgs, output: JsonArg, ctx: Ctx) -> CliResult {
     if goal.trim().is_empty() {
         return Err(CliError::new("the goal is empty").hint(
             "say what you want done, e.g. `weft plan \"Add rate limiting to the public API\"`",
@@ -163,10 +164,11 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
         Style::OneShot
     };
     let config = planning_config(&ctx, &args, style)?;
-    let mut front = match style {
+    let front = match style {
         Style::Conversation => TerminalPlanner::conversation(config.interrupt.clone()),
         _ => TerminalPlanner::one_shot(config.interrupt.clone()),
     };
+    let mut front = front.text_on_stderr(output.json);
     // Configuration errors (no model, no key) before anything is stored.
     let label = planning::backend(&config)
         .map_err(|e| planning_error(PlanningError::Planner(e), &config))?
@@ -196,9 +198,7 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
             note(
                 "review it with `weft status`, edit with `weft task …` or `weft plan revise \"…\"`, then `weft run`",
             );
-            stdout(&styled(|out| {
-                plan_map(out, &plan, ctx.settings.runner(), &Default::default())
-            }))
+            print_plan(&plan, ctx.settings.runner(), output)
         }
         PlanningOutcome::Abandoned { draft }
             if weft_engine::interrupted(config.interrupt.as_ref()) =>
@@ -214,6 +214,9 @@ pub fn run(goal: String, args: PlannerArgs, ctx: Ctx) -> CliResult {
             note(&format!(
                 "planning ended without a plan; draft {draft} keeps the research log (`weft plan log --plan {draft}`)"
             ));
+            if output.json {
+                return print_json(&serde_json::json!({ "plan": null, "draft": draft }));
+            }
             Ok(())
         }
         PlanningOutcome::Revised { .. } => unreachable!("a goal is never a revision"),

@@ -11,14 +11,14 @@ pub mod schema;
 use std::path::PathBuf;
 
 use fs_err as fs;
-use weft_core::{PlanStatus, WorkflowFile, WorkflowFormat};
+use weft_core::{Plan, PlanStatus, WorkflowFile, WorkflowFormat};
 use weft_store::PlanDraft;
 
 use crate::cli::Globals;
-use crate::commands::{stdout, styled};
+use crate::commands::{JsonArg, print_json, stdout, styled};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_map, warnings};
+use crate::render::{note, plan_json, plan_map, warnings};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -33,6 +33,8 @@ pub struct Args {
     pub goal: Option<String>,
     #[command(flatten)]
     pub planner: goal::PlannerArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
     #[command(subcommand)]
     pub action: Option<Action>,
 }
@@ -74,7 +76,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     }
     let Some(file) = args.file else {
         return match args.goal {
-            Some(goal) => goal::run(goal, args.planner, Ctx::load(globals)?),
+            Some(goal) => goal::run(goal, args.planner, args.output, Ctx::load(globals)?),
             None => Err(CliError::new("nothing to plan: give a goal, or a workflow file with --file")
                 .hint("`weft plan \"Add rate limiting to the public API\"` plans with the planner; `weft plan schema` prints the file format")),
         };
@@ -112,7 +114,16 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.tasks.len(),
         if plan.tasks.len() == 1 { "" } else { "s" }
     ));
+    print_plan(&plan, ctx.settings.runner(), args.output)
+}
+
+/// The plan a planning command made or changed: its map, or with `--json` the object
+/// `weft status --json` prints.
+pub fn print_plan(plan: &Plan, default_runner: &str, output: JsonArg) -> CliResult {
+    if output.json {
+        return print_json(&plan_json(plan, default_runner, &Default::default()));
+    }
     stdout(&styled(|out| {
-        plan_map(out, &plan, ctx.settings.runner(), &Default::default())
+        plan_map(out, plan, default_runner, &Default::default())
     }))
 }

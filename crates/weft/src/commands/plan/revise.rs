@@ -5,12 +5,13 @@
 use weft_engine::planning::{self, PlanningError, PlanningOutcome, Style};
 
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::commands::plan::goal::{PlannerArgs, conversational, planning_config, planning_error};
-use crate::commands::{stdout, styled};
+use crate::commands::plan::print_plan;
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::planner_ui::TerminalPlanner;
-use crate::render::{note, plan_map};
+use crate::render::note;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,6 +19,8 @@ pub struct Args {
     pub request: String,
     #[command(flatten)]
     pub planner: PlannerArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -36,11 +39,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         config.converse = config.approval_channel;
         config
     })?;
-    let mut front = if config.approval_channel {
+    let front = if config.approval_channel {
         TerminalPlanner::conversation(config.interrupt.clone())
     } else {
         TerminalPlanner::one_shot(config.interrupt.clone())
     };
+    let mut front = front.text_on_stderr(args.output.json);
     let label = planning::backend(&config)
         .map_err(|e| planning_error(PlanningError::Planner(e), &config))?
         .label();
@@ -74,12 +78,14 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 reports.len(),
                 if reports.len() == 1 { "" } else { "s" }
             ));
-            stdout(&styled(|out| {
-                plan_map(out, &plan, ctx.settings.runner(), &Default::default())
-            }))
+            print_plan(&plan, ctx.settings.runner(), args.output)
         }
         PlanningOutcome::Abandoned { .. } => {
             note("the revision ended without edits; the plan is unchanged");
+            if args.output.json {
+                let plan = store.plan(&plan_id)?;
+                return print_plan(&plan, ctx.settings.runner(), args.output);
+            }
             Ok(())
         }
         PlanningOutcome::Committed { .. } => unreachable!("a revision never creates a plan"),

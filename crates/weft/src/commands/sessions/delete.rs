@@ -3,6 +3,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use crate::cli::Globals;
+use crate::commands::{JsonArg, print_json};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
 use crate::render::{cut, note};
@@ -14,6 +15,8 @@ pub struct Args {
     /// Delete without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -32,8 +35,14 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             CliError::new(format!("kept {what}")).hint("pass --yes to delete without being asked")
         );
     }
+    let current = store.current_plan_id()?.as_deref() == Some(id.as_str());
     store.delete_plan(&id, now())?;
     note(&format!("deleted {what}"));
+    if args.output.json {
+        let mut deleted = super::plan_json(&plan, current);
+        deleted["deleted"] = true.into();
+        return print_json(&deleted);
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! `weft sessions load <id>`: make a plan the current one.
 
 use crate::cli::Globals;
+use crate::commands::{JsonArg, print_json};
 use crate::context::{Ctx, now};
 use crate::error::CliResult;
 use crate::render::{cut, note};
@@ -9,6 +10,8 @@ use crate::render::{cut, note};
 pub struct Args {
     /// Plan id or unambiguous prefix (as `weft sessions list` shows it).
     pub id: String,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -24,5 +27,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.tasks.len(),
         plan.status
     ));
+    if args.output.json {
+        return print_json(&super::plan_json(&plan, true));
+    }
     Ok(())
 }

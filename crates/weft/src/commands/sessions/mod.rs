@@ -4,6 +4,8 @@ pub mod delete;
 pub mod list;
 pub mod load;
 
+use weft_core::Plan;
+
 use crate::cli::Globals;
 use crate::error::CliResult;
 
@@ -21,6 +23,18 @@ pub enum Action {
     Load(load::Args),
     /// Delete a plan and its tasks.
     Delete(delete::Args),
+}
+
+/// The `--json` result of `load` and `delete`: the plan they acted on.
+pub fn plan_json(plan: &Plan, current: bool) -> serde_json::Value {
+    serde_json::json!({
+        "id": plan.id,
+        "short_id": plan.short_id(),
+        "goal": plan.goal,
+        "status": plan.status,
+        "task_count": plan.tasks.len(),
+        "current": current,
+    })
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {

@@ -7,6 +7,7 @@ use weft_core::{Edit, TaskKind};
 
 use super::{KindArg, apply, prompt_from, reference_list};
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -49,6 +50,8 @@ pub struct Args {
     /// A command that must exit 0 for the task to pass (repeat for more).
     #[arg(long = "check", value_name = "COMMAND")]
     pub checks: Vec<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -68,5 +71,5 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         steps: args.steps,
         checks: args.checks,
     };
-    apply(globals, Edit::Add { task, at: args.at })
+    apply(globals, Edit::Add { task, at: args.at }, args.output)
 }

@@ -4,6 +4,7 @@ use weft_core::Edit;
 
 use super::{apply, reference_list};
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -12,6 +13,8 @@ pub struct Args {
     pub task: String,
     /// Earlier tasks, comma-separated; "" for none.
     pub dependencies: String,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -21,5 +24,6 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             task: args.task,
             dependencies: reference_list(&args.dependencies),
         },
+        args.output,
     )
 }

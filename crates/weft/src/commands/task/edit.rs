@@ -6,6 +6,7 @@ use weft_core::{Edit, TaskChanges};
 
 use super::{KindArg, apply, prompt_from};
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 /// Optional text fields take "" to clear them.
@@ -46,6 +47,8 @@ pub struct Args {
     /// Remove every step.
     #[arg(long)]
     pub no_steps: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 fn list(values: Vec<String>, clear: bool) -> Option<Vec<String>> {
@@ -78,5 +81,6 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             task: args.task,
             changes,
         },
+        args.output,
     )
 }

@@ -4,12 +4,15 @@ use weft_core::Edit;
 
 use super::apply;
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The task: order number, #order, id or id prefix.
     pub task: String,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, hold: bool, globals: &Globals) -> CliResult {
@@ -19,5 +22,6 @@ pub fn run(args: Args, hold: bool, globals: &Globals) -> CliResult {
             task: args.task,
             hold,
         },
+        args.output,
     )
 }

@@ -11,10 +11,10 @@ pub mod reorder;
 use std::path::PathBuf;
 
 use fs_err as fs;
-use weft_core::{Edit, TaskKind};
+use weft_core::{Edit, EditError, Plan, Task, TaskKind, resolve_task_ref};
 
 use crate::cli::Globals;
-use crate::commands::stdout;
+use crate::commands::{JsonArg, print_json, report_lines};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
 use crate::render::warnings;
@@ -92,17 +92,51 @@ pub fn prompt_from(text: Option<String>, file: Option<PathBuf>) -> CliResult<Opt
     }
 }
 
-/// Apply one edit to the selected plan and report what happened.
-pub fn apply(globals: &Globals, edit: Edit) -> CliResult {
+/// Apply one edit to the selected plan and report what happened; with `--json`, print the
+/// task the edit made or changed (or, for a removal, the task as it was).
+pub fn apply(globals: &Globals, edit: Edit, output: JsonArg) -> CliResult {
     let ctx = Ctx::load(globals)?;
     let mut store = ctx.store_with_plans()?;
     let plan_id = ctx.plan_id(&store)?;
     let names = ctx.runner_names();
-    let (_, report) = store
+    // The plan before the edit names what a removal took away and what an addition added.
+    let before = if output.json {
+        Some(store.plan(&plan_id)?)
+    } else {
+        None
+    };
+    let (after, report) = store
         .apply_edit(&plan_id, &edit, &|r| names.contains(r), now())
         .map_err(CliError::from)?;
     warnings(&report.warnings);
-    let mut text = report.lines.join("\n");
-    text.push('\n');
-    stdout(&text)
+    report_lines(&report.lines, output.json)?;
+    match before {
+        Some(before) => print_json(&edited_task(&edit, &before, &after)?),
+        None => Ok(()),
+    }
+}
+
+/// The task an accepted edit is about, as the plan now holds it (a removed one as it was).
+fn edited_task<'a>(edit: &Edit, before: &'a Plan, after: &'a Plan) -> CliResult<&'a Task> {
+    let missing = || CliError::new("the edited task is not in the stored plan");
+    let reference = match edit {
+        Edit::Add { .. } => {
+            return after
+                .tasks
+                .iter()
+                .find(|task| before.tasks.iter().all(|old| old.id != task.id))
+                .ok_or_else(missing);
+        }
+        Edit::Remove { task } => {
+            let index = resolve_task_ref(&before.tasks, task).map_err(EditError::from)?;
+            return Ok(&before.tasks[index]);
+        }
+        Edit::Move { task, .. }
+        | Edit::SetDependencies { task, .. }
+        | Edit::Update { task, .. }
+        | Edit::SetHold { task, .. } => task,
+    };
+    let index = resolve_task_ref(&before.tasks, reference).map_err(EditError::from)?;
+    let id = &before.tasks[index].id;
+    after.tasks.iter().find(|t| &t.id == id).ok_or_else(missing)
 }

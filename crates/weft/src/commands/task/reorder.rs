@@ -4,6 +4,7 @@ use weft_core::Edit;
 
 use super::apply;
 use crate::cli::Globals;
+use crate::commands::JsonArg;
 use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
@@ -13,6 +14,8 @@ pub struct Args {
     /// New 1-based position.
     #[arg(long, value_name = "N")]
     pub to: u32,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 pub fn run(args: Args, globals: &Globals) -> CliResult {
@@ -22,5 +25,6 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             task: args.task,
             to: args.to,
         },
+        args.output,
     )
 }
