@@ -208,15 +208,12 @@ pub enum EngineEvent {
     },
 }
 
-/// Defaults the front end starts from.
+/// Fixed values of the engine that no setting changes. The defaults of user settings
+/// (`parallel`, `task_timeout`, `idle_after`, `marker_grace`, ...) live in one place, the
+/// bin's settings table, which resolves every one before an `EngineConfig` is built.
 pub mod defaults {
     use std::time::Duration;
 
-    pub const PARALLEL: usize = 3;
-    pub const MAX_PARALLEL: usize = 64;
-    pub const TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
-    pub const IDLE_AFTER: Duration = Duration::from_secs(120);
-    pub const MARKER_GRACE: Duration = Duration::from_secs(30);
     pub const KILL_GRACE: Duration = Duration::from_secs(3);
     pub const LOG_CAP_BYTES: u64 = 64 * 1024 * 1024;
     pub const TAIL_BYTES: usize = 64 * 1024;

@@ -32,7 +32,13 @@ pub struct Globals {
     #[arg(long, global = true, env = "WEFT_PLAN", value_name = "ID")]
     pub plan: Option<String>,
     /// Override a setting for this command, e.g. `-c parallel=2` (see `weft config`).
-    #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
+    #[arg(
+        short = 'c',
+        long = "set",
+        global = true,
+        value_name = "KEY=VALUE",
+        long_help = crate::settings::help()
+    )]
     pub set: Vec<String>,
 }
 

@@ -35,7 +35,7 @@ pub fn user_config_dir() -> Option<PathBuf> {
 fn settings_env() -> BTreeMap<String, String> {
     crate::settings::KEYS
         .iter()
-        .filter_map(|k| std::env::var(k.env).ok().map(|v| (k.env.to_owned(), v)))
+        .filter_map(|k| std::env::var(k.env()).ok().map(|v| (k.env().to_owned(), v)))
         .collect()
 }
 
@@ -77,7 +77,7 @@ impl Ctx {
 
     fn open_options(&self) -> OpenOptions {
         OpenOptions {
-            busy_timeout: self.settings.busy_timeout(),
+            busy_timeout: self.settings.limits.busy_timeout,
         }
     }
 
@@ -139,7 +139,9 @@ impl Ctx {
         self.registry().0.names().map(str::to_owned).collect()
     }
 
-    /// The engine's settings for running `plan_id`.
+    /// The engine's settings for running `plan_id`: the one place the bin builds an
+    /// [`EngineConfig`], from the resolved settings, this run's options and the process
+    /// environment.
     pub fn engine_config(&self, plan_id: &str, run: RunOptions) -> CliResult<EngineConfig> {
         let (registry, broken) = self.registry();
         for error in &broken {
@@ -148,31 +150,32 @@ impl Ctx {
         let vars: Vec<(String, String)> = std::env::vars().collect();
         let secrets =
             weft_engine::secrets::secret_values(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let settings = &self.settings;
         Ok(EngineConfig {
             workspace: self.workspace.root.clone(),
             state_dir: self.workspace.state_dir(),
             plan_id: plan_id.to_owned(),
             isolation: weft_engine::IsolationConfig {
                 enabled: run.isolated,
-                repos: self.settings.repos(),
-                runnable: self.settings.runnable(),
+                repos: settings.isolation.repos.clone(),
+                runnable: settings.isolation.runnable.clone(),
                 stash: run.stash,
-                keep_worktrees: self.settings.keep_worktrees(),
+                keep_worktrees: settings.isolation.keep_worktrees,
             },
             limits: weft_engine::Limits {
-                parallel: run.parallel.unwrap_or(self.settings.parallel()) as usize,
-                task_timeout: self.settings.task_timeout(),
-                idle_after: self.settings.idle_after(),
-                marker_grace: self.settings.marker_grace(),
+                parallel: run.parallel.unwrap_or(settings.run.parallel) as usize,
+                task_timeout: settings.limits.task_timeout,
+                idle_after: settings.supervision.idle_after,
+                marker_grace: settings.supervision.marker_grace,
                 kill_grace: weft_engine::defaults::KILL_GRACE,
                 log_cap_bytes: weft_engine::defaults::LOG_CAP_BYTES,
-                answer_chars: self.settings.answer_chars(),
-                busy_timeout: self.settings.busy_timeout(),
+                answer_chars: settings.limits.answer_chars,
+                busy_timeout: settings.limits.busy_timeout,
                 poll_interval: weft_engine::defaults::POLL_INTERVAL,
                 preflight_timeout: weft_engine::defaults::PREFLIGHT_TIMEOUT,
             },
             supervision: weft_engine::Supervision {
-                default_runner: self.settings.runner().to_owned(),
+                default_runner: settings.run.runner.clone(),
                 registry,
                 secrets,
                 running_as_root: nix_is_root(),
@@ -181,11 +184,11 @@ impl Ctx {
                 interrupt: None,
             },
             approvals: weft_engine::Approvals {
-                mode: self.settings.approval_mode(),
-                pre_approved: self.settings.pre_approved(),
+                mode: settings.approvals.mode,
+                pre_approved: settings.approvals.pre_approved.clone(),
             },
             failures: weft_engine::Failures {
-                halt: run.halt_on_failure || self.settings.halt_on_failure(),
+                halt: run.halt_on_failure || settings.run.halt_on_failure,
                 retry: run.retry_failed,
             },
         })

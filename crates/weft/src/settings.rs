@@ -1,249 +1,299 @@
-//! Layered settings: command-line flag, then environment, then `weft.toml` at the
+//! Layered settings: command-line flag (`-c`), then environment, then `weft.toml` at the
 //! workspace root, then the user's `~/.config/weft/config.toml`, then defaults.
 //!
-//! Every value remembers where it came from, so `weft config` can say.
+//! Contract:
+//! - Settings are resolved once, in [`Settings::resolve`], into typed values grouped the
+//!   way the engine takes them ([`RunSettings`], [`IsolationSettings`], [`LimitSettings`],
+//!   [`SupervisionSettings`], [`PlannerSettings`], [`ApprovalSettings`]). Nothing re-parses
+//!   text later, so nothing can fall back to a value the user did not choose.
+//! - Every default lives in one place: its [`Key`] below, as the text a user would write,
+//!   parsed by the same parser as a value from any source (so a default is checked too).
+//! - A bad value from any source is an error naming the key, the value and the source;
+//!   one from `-c` is a usage error (exit 2), like a bad flag.
+//! - Every value remembers its text and where it came from, so `weft config` can say.
+//! - This module reads files but not the process environment: the caller passes the
+//!   variables in ([`Layers`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fs_err as fs;
+use weft_core::approval::{Mode, Scope};
+use weft_engine::Runnable;
 
 use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
 
-/// One known setting.
+/// One known setting whose text parses into a `T`.
 #[derive(Debug)]
-pub struct Key {
+pub struct Key<T> {
     pub name: &'static str,
     pub env: &'static str,
+    /// The default, written as a user would write it.
     pub default: &'static str,
     pub about: &'static str,
-    check: fn(&str) -> Result<(), String>,
+    parse: fn(&str) -> Result<T, String>,
 }
 
-pub const KEYS: &[Key] = &[
-    Key {
-        name: "runner",
-        env: "WEFT_RUNNER",
-        default: "claude-code",
-        about: "runner for tasks and plans that name none",
-        check: non_empty,
-    },
-    Key {
-        name: "parallel",
-        env: "WEFT_PARALLEL",
-        default: "3",
-        about: "most tasks running at once (1 to 64)",
-        check: parallel,
-    },
-    Key {
-        name: "halt_on_failure",
-        env: "WEFT_HALT_ON_FAILURE",
-        default: "false",
-        about: "start no new task once one has failed",
-        check: boolean,
-    },
-    Key {
-        name: "task_timeout",
-        env: "WEFT_TASK_TIMEOUT",
-        default: "60m",
-        about: "wall-clock limit of one task attempt (e.g. 90s, 45m, 2h)",
-        check: duration,
-    },
-    Key {
-        name: "idle_after",
-        env: "WEFT_IDLE_AFTER",
-        default: "2m",
-        about: "silence after which a running task is flagged idle (advisory)",
-        check: duration,
-    },
-    Key {
-        name: "marker_grace",
-        env: "WEFT_MARKER_GRACE",
-        default: "30s",
-        about: "how long an agent that printed its marker may take to exit before it is stopped",
-        check: duration,
-    },
-    Key {
-        name: "isolation",
-        env: "WEFT_ISOLATION",
-        default: "true",
-        about: "run each AI task in its own git worktree and land its work on weft/<run>/integration",
-        check: boolean,
-    },
-    Key {
-        name: "repos",
-        env: "WEFT_REPOS",
-        default: "",
-        about: "the repositories of a multi-repo workspace (folder names, comma-separated or a TOML list; empty: every repository one level down)",
-        check: anything,
-    },
-    Key {
-        name: "keep_worktrees",
-        env: "WEFT_KEEP_WORKTREES",
-        default: "false",
-        about: "keep a task's worktree after its work landed (failed and conflicted ones are always kept)",
-        check: boolean,
-    },
-    Key {
-        name: "links",
-        env: "WEFT_LINKS",
-        default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
-        about: "ignored entries of your checkout linked into each task worktree (comma-separated or a TOML list; `name*` matches a prefix)",
-        check: anything,
-    },
-    Key {
-        name: "setup",
-        env: "WEFT_SETUP",
-        default: "",
-        about: "a shell command run in each new task worktree instead of linking (empty: link)",
-        check: anything,
-    },
-    Key {
-        name: "answer_chars",
-        env: "WEFT_ANSWER_CHARS",
-        default: "4000",
-        about: "how much of an agent's final answer (from its transcript) weft keeps, in characters",
-        check: answer_chars,
-    },
-    Key {
-        name: "planner",
-        env: "WEFT_PLANNER",
-        default: "",
-        about: "who plans from a goal: openai (WEFT_PLANNER_BASE_URL/_API_KEY/_MODEL), claude-code, codex or opencode (empty: openai when WEFT_PLANNER_MODEL is set, else the first agent CLI found)",
-        check: planner,
-    },
-    Key {
-        name: "planner_timeout",
-        env: "WEFT_PLANNER_TIMEOUT",
-        default: "10m",
-        about: "how long one planner turn may take: an agent CLI's wall clock; for an API, the longest silence (the whole reply may take three times that)",
-        check: duration,
-    },
-    Key {
-        name: "planner_max_steps",
-        env: "WEFT_PLANNER_MAX_STEPS",
-        default: "40",
-        about: "research tool calls an API planner may make per turn before its calls go unanswered",
-        check: max_steps,
-    },
-    Key {
-        name: "approvals",
-        env: "WEFT_APPROVALS",
-        default: "ask",
-        about: "what the planner may do outside its envelope (reads outside the workspace, .env files): ask, allow or deny",
-        check: approval_mode,
-    },
-    Key {
-        name: "pre_approved",
-        env: "WEFT_PRE_APPROVED",
-        default: "",
-        about: "scopes allowed in every approvals mode, comma-separated (e.g. path:/etc/*, command:git log)",
-        check: scopes,
-    },
-    Key {
-        name: "busy_timeout_ms",
-        env: "WEFT_BUSY_TIMEOUT_MS",
-        default: "5000",
-        about: "how long a write waits for another weft process (milliseconds, up to 600000)",
-        check: busy_timeout,
-    },
+/// What every key says about itself, whatever its type.
+pub trait Described: Sync {
+    fn name(&self) -> &'static str;
+    fn env(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+}
+
+impl<T> Described for Key<T> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn env(&self) -> &'static str {
+        self.env
+    }
+    fn about(&self) -> &'static str {
+        self.about
+    }
+}
+
+pub const RUNNER: Key<String> = Key {
+    name: "runner",
+    env: "WEFT_RUNNER",
+    default: "claude-code",
+    about: "runner for tasks and plans that name none",
+    parse: non_empty,
+};
+pub const PARALLEL: Key<u32> = Key {
+    name: "parallel",
+    env: "WEFT_PARALLEL",
+    default: "3",
+    about: "most tasks running at once (1 to 64)",
+    parse: parallel,
+};
+pub const HALT_ON_FAILURE: Key<bool> = Key {
+    name: "halt_on_failure",
+    env: "WEFT_HALT_ON_FAILURE",
+    default: "false",
+    about: "start no new task once one has failed",
+    parse: boolean,
+};
+pub const TASK_TIMEOUT: Key<Duration> = Key {
+    name: "task_timeout",
+    env: "WEFT_TASK_TIMEOUT",
+    default: "60m",
+    about: "wall-clock limit of one task attempt (e.g. 90s, 45m, 2h)",
+    parse: duration,
+};
+pub const IDLE_AFTER: Key<Duration> = Key {
+    name: "idle_after",
+    env: "WEFT_IDLE_AFTER",
+    default: "2m",
+    about: "silence after which a running task is flagged idle (advisory)",
+    parse: duration,
+};
+pub const MARKER_GRACE: Key<Duration> = Key {
+    name: "marker_grace",
+    env: "WEFT_MARKER_GRACE",
+    default: "30s",
+    about: "how long an agent that printed its marker may take to exit before it is stopped",
+    parse: duration,
+};
+pub const ISOLATION: Key<bool> = Key {
+    name: "isolation",
+    env: "WEFT_ISOLATION",
+    default: "true",
+    about: "run each AI task in its own git worktree and land its work on weft/<run>/integration",
+    parse: boolean,
+};
+pub const REPOS: Key<Vec<String>> = Key {
+    name: "repos",
+    env: "WEFT_REPOS",
+    default: "",
+    about: "the repositories of a multi-repo workspace (folder names, comma-separated or a TOML list; empty: every repository one level down)",
+    parse: list,
+};
+pub const KEEP_WORKTREES: Key<bool> = Key {
+    name: "keep_worktrees",
+    env: "WEFT_KEEP_WORKTREES",
+    default: "false",
+    about: "keep a task's worktree after its work landed (failed and conflicted ones are always kept)",
+    parse: boolean,
+};
+pub const LINKS: Key<Vec<String>> = Key {
+    name: "links",
+    env: "WEFT_LINKS",
+    default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
+    about: "ignored entries of your checkout linked into each task worktree (comma-separated or a TOML list; `name*` matches a prefix)",
+    parse: list,
+};
+pub const SETUP: Key<Option<String>> = Key {
+    name: "setup",
+    env: "WEFT_SETUP",
+    default: "",
+    about: "a shell command run in each new task worktree instead of linking (empty: link)",
+    parse: optional,
+};
+pub const ANSWER_CHARS: Key<usize> = Key {
+    name: "answer_chars",
+    env: "WEFT_ANSWER_CHARS",
+    default: "4000",
+    about: "how much of an agent's final answer (from its transcript) weft keeps, in characters",
+    parse: answer_chars,
+};
+pub const PLANNER: Key<Option<String>> = Key {
+    name: "planner",
+    env: "WEFT_PLANNER",
+    default: "",
+    about: "who plans from a goal: openai (WEFT_PLANNER_BASE_URL/_API_KEY/_MODEL), claude-code, codex or opencode (empty: openai when WEFT_PLANNER_MODEL is set, else the first agent CLI found)",
+    parse: planner,
+};
+pub const PLANNER_TIMEOUT: Key<Duration> = Key {
+    name: "planner_timeout",
+    env: "WEFT_PLANNER_TIMEOUT",
+    default: "10m",
+    about: "how long one planner turn may take: an agent CLI's wall clock; for an API, the longest silence (the whole reply may take three times that)",
+    parse: duration,
+};
+pub const PLANNER_MAX_STEPS: Key<usize> = Key {
+    name: "planner_max_steps",
+    env: "WEFT_PLANNER_MAX_STEPS",
+    default: "40",
+    about: "research tool calls an API planner may make per turn before its calls go unanswered",
+    parse: max_steps,
+};
+pub const APPROVALS: Key<Mode> = Key {
+    name: "approvals",
+    env: "WEFT_APPROVALS",
+    default: "ask",
+    about: "what the planner may do outside its envelope (reads outside the workspace, .env files): ask, allow or deny",
+    parse: approval_mode,
+};
+pub const PRE_APPROVED: Key<Vec<Scope>> = Key {
+    name: "pre_approved",
+    env: "WEFT_PRE_APPROVED",
+    default: "",
+    about: "scopes allowed in every approvals mode, comma-separated (e.g. path:/etc/*, command:git log)",
+    parse: scopes,
+};
+pub const BUSY_TIMEOUT_MS: Key<Duration> = Key {
+    name: "busy_timeout_ms",
+    env: "WEFT_BUSY_TIMEOUT_MS",
+    default: "5000",
+    about: "how long a write waits for another weft process (milliseconds, up to 600000)",
+    parse: busy_timeout,
+};
+
+/// Every key, in the order `weft config` hints list them.
+pub static KEYS: &[&dyn Described] = &[
+    &RUNNER,
+    &PARALLEL,
+    &HALT_ON_FAILURE,
+    &TASK_TIMEOUT,
+    &IDLE_AFTER,
+    &MARKER_GRACE,
+    &ISOLATION,
+    &REPOS,
+    &KEEP_WORKTREES,
+    &LINKS,
+    &SETUP,
+    &ANSWER_CHARS,
+    &PLANNER,
+    &PLANNER_TIMEOUT,
+    &PLANNER_MAX_STEPS,
+    &APPROVALS,
+    &PRE_APPROVED,
+    &BUSY_TIMEOUT_MS,
 ];
 
-fn non_empty(value: &str) -> Result<(), String> {
+fn non_empty(value: &str) -> Result<String, String> {
     if value.trim().is_empty() {
         Err("must not be empty".into())
     } else {
-        Ok(())
+        Ok(value.to_owned())
     }
 }
 
-fn answer_chars(value: &str) -> Result<(), String> {
-    match value.parse::<usize>() {
-        Ok(n) if (100..=1_000_000).contains(&n) => Ok(()),
-        _ => Err("must be a whole number from 100 to 1000000".into()),
-    }
+/// Empty (after trimming) means none.
+fn optional(value: &str) -> Result<Option<String>, String> {
+    Ok(Some(value.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned))
 }
 
-/// The same names `--planner` takes.
-fn planner(value: &str) -> Result<(), String> {
-    let value = value.trim();
-    if value.is_empty() || weft_engine::planning::PlannerChoice::parse(value).is_some() {
-        Ok(())
-    } else {
-        Err("must be openai, claude-code, codex or opencode (or empty)".into())
-    }
-}
-
-fn max_steps(value: &str) -> Result<(), String> {
-    match value.parse::<usize>() {
-        Ok(n) if (1..=500).contains(&n) => Ok(()),
-        _ => Err("must be a whole number from 1 to 500".into()),
-    }
-}
-
-fn approval_mode(value: &str) -> Result<(), String> {
-    weft_core::approval::Mode::parse(value.trim())
-        .map(|_| ())
-        .ok_or_else(|| "must be ask, allow or deny".into())
-}
-
-fn scopes(value: &str) -> Result<(), String> {
-    for part in split_scopes(value) {
-        weft_core::approval::Scope::parse(&part).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-/// Scopes are separated by commas; a command family may not contain one.
-fn split_scopes(value: &str) -> Vec<String> {
-    value
+/// Comma-separated entries, blanks dropped (a TOML list arrives joined by commas).
+fn list(value: &str) -> Result<Vec<String>, String> {
+    Ok(value
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
+        .collect())
+}
+
+fn whole_number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    value: &str,
+    min: T,
+    max: T,
+    unit: &str,
+) -> Result<T, String> {
+    match value.trim().parse::<T>() {
+        Ok(n) if n >= min && n <= max => Ok(n),
+        _ => Err(format!("must be a whole number{unit} from {min} to {max}")),
+    }
+}
+
+fn parallel(value: &str) -> Result<u32, String> {
+    whole_number(value, 1, 64, "")
+}
+
+fn answer_chars(value: &str) -> Result<usize, String> {
+    whole_number(value, 100, 1_000_000, "")
+}
+
+fn max_steps(value: &str) -> Result<usize, String> {
+    whole_number(value, 1, 500, "")
+}
+
+fn busy_timeout(value: &str) -> Result<Duration, String> {
+    whole_number(value, 0, 600_000, " of milliseconds").map(Duration::from_millis)
+}
+
+/// The same names `--planner` takes.
+fn planner(value: &str) -> Result<Option<String>, String> {
+    let value = optional(value)?;
+    match &value {
+        Some(name) if weft_engine::planning::PlannerChoice::parse(name).is_none() => {
+            Err("must be openai, claude-code, codex or opencode (or empty)".into())
+        }
+        _ => Ok(value),
+    }
+}
+
+fn approval_mode(value: &str) -> Result<Mode, String> {
+    Mode::parse(value.trim()).ok_or_else(|| "must be ask, allow or deny".into())
+}
+
+/// Scopes are separated by commas; a command family may not contain one.
+fn scopes(value: &str) -> Result<Vec<Scope>, String> {
+    list(value)?
+        .iter()
+        .map(|part| Scope::parse(part).map_err(|e| e.to_string()))
         .collect()
 }
 
-fn anything(_value: &str) -> Result<(), String> {
-    Ok(())
-}
-
-fn parallel(value: &str) -> Result<(), String> {
-    match value.parse::<u32>() {
-        Ok(n) if (1..=64).contains(&n) => Ok(()),
-        _ => Err("must be a whole number from 1 to 64".into()),
+fn boolean(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err("must be true or false".into()),
     }
 }
 
-fn boolean(value: &str) -> Result<(), String> {
-    parse_bool(value)
-        .map(|_| ())
-        .ok_or_else(|| "must be true or false".into())
-}
-
-fn parse_bool(value: &str) -> Option<bool> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Some(true),
-        "false" | "0" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
-fn duration(value: &str) -> Result<(), String> {
-    match humantime::parse_duration(value) {
-        Ok(d) if !d.is_zero() => Ok(()),
+fn duration(value: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(value.trim()) {
+        Ok(d) if !d.is_zero() => Ok(d),
         Ok(_) => Err("must be longer than zero".into()),
         Err(e) => Err(format!(
             "is not a duration ({e}); write e.g. 90s, 45m or 2h"
         )),
-    }
-}
-
-fn busy_timeout(value: &str) -> Result<(), String> {
-    match value.parse::<u64>() {
-        Ok(n) if n <= 600_000 => Ok(()),
-        _ => Err("must be a whole number of milliseconds from 0 to 600000".into()),
     }
 }
 
@@ -255,6 +305,19 @@ pub enum Source {
     Project(PathBuf),
     User(PathBuf),
     Default,
+}
+
+impl Source {
+    /// The short name `weft config --json` gives it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Env(_) => "env",
+            Source::Project(_) => "project",
+            Source::User(_) => "user",
+            Source::Default => "default",
+        }
+    }
 }
 
 impl std::fmt::Display for Source {
@@ -269,9 +332,70 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// What `weft run` does by default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSettings {
+    /// The runner of tasks and plans that name none.
+    pub runner: String,
+    pub parallel: u32,
+    pub halt_on_failure: bool,
+}
+
+/// Where tasks work.
+#[derive(Debug, Clone)]
+pub struct IsolationSettings {
+    /// Isolated runs unless asked otherwise.
+    pub enabled: bool,
+    /// The repositories of a multi-repo workspace (empty: every one a level down).
+    pub repos: Vec<String>,
+    pub keep_worktrees: bool,
+    /// How a fresh worktree is made runnable: `setup` when set, else `links`.
+    pub runnable: Runnable,
+}
+
+/// Bounds on one attempt and on waiting for the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitSettings {
+    pub task_timeout: Duration,
+    /// Characters of an agent's final answer weft keeps.
+    pub answer_chars: usize,
+    pub busy_timeout: Duration,
+}
+
+/// How a running agent is watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisionSettings {
+    pub idle_after: Duration,
+    pub marker_grace: Duration,
+}
+
+/// Who plans from a goal, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannerSettings {
+    /// `None` lets the command pick one.
+    pub planner: Option<String>,
+    pub turn_timeout: Duration,
+    pub max_steps: usize,
+}
+
+/// What the planner may do outside its envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalSettings {
+    pub mode: Mode,
+    pub pre_approved: Vec<Scope>,
+}
+
+/// Every setting, resolved once.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    values: BTreeMap<&'static str, (String, Source)>,
+    pub run: RunSettings,
+    pub isolation: IsolationSettings,
+    pub limits: LimitSettings,
+    pub supervision: SupervisionSettings,
+    pub planner: PlannerSettings,
+    pub approvals: ApprovalSettings,
+    /// Each setting's text and source, for `weft config`.
+    shown: BTreeMap<&'static str, (String, Source)>,
 }
 
 /// Inputs to resolution; the caller reads the process environment, not this module.
@@ -283,162 +407,162 @@ pub struct Layers<'a> {
     pub user_file: Option<PathBuf>,
 }
 
-impl Settings {
-    pub fn resolve(layers: &Layers<'_>) -> Result<Settings, CliError> {
-        let flags = parse_flags(layers.flags)?;
-        let project = match &layers.project_file {
-            Some(path) => read_file(path)?,
-            None => BTreeMap::new(),
-        };
-        let user = match &layers.user_file {
-            Some(path) => read_file(path)?,
-            None => BTreeMap::new(),
-        };
-        let mut values = BTreeMap::new();
-        for key in KEYS {
-            let (value, source) = if let Some(value) = flags.get(key.name) {
-                (value.clone(), Source::Flag)
-            } else if let Some(value) = layers.env.get(key.env) {
-                (value.clone(), Source::Env(key.env))
-            } else if let Some(value) = project.get(key.name) {
-                (
-                    value.clone(),
-                    Source::Project(layers.project_file.clone().unwrap_or_default()),
-                )
-            } else if let Some(value) = user.get(key.name) {
-                (
-                    value.clone(),
-                    Source::User(layers.user_file.clone().unwrap_or_default()),
-                )
-            } else {
-                (key.default.to_owned(), Source::Default)
-            };
-            if let Err(problem) = (key.check)(&value) {
-                let code = if source == Source::Flag {
-                    EXIT_USAGE
-                } else {
-                    EXIT_FAILURE
-                };
-                return Err(CliError::new(format!(
-                    "setting `{}` = {value:?} from {source} {problem}",
-                    key.name
-                ))
-                .hint(format!("{}: {}", key.name, key.about))
-                .with_code(code));
-            }
-            values.insert(key.name, (value, source));
-        }
-        Ok(Settings { values })
-    }
+/// The layers read, and the text and source of each setting picked so far.
+struct Resolver<'a> {
+    layers: &'a Layers<'a>,
+    flags: BTreeMap<String, String>,
+    project: BTreeMap<String, String>,
+    user: BTreeMap<String, String>,
+    shown: BTreeMap<&'static str, (String, Source)>,
+}
 
-    /// Every setting with its value and source, in name order.
-    pub fn all(&self) -> impl Iterator<Item = (&'static str, &str, &Source)> {
-        self.values.iter().map(|(k, (v, s))| (*k, v.as_str(), s))
-    }
-
-    fn raw(&self, name: &str) -> &str {
-        &self.values[name].0
-    }
-
-    pub fn runner(&self) -> &str {
-        self.raw("runner")
-    }
-
-    pub fn parallel(&self) -> u32 {
-        self.raw("parallel").parse().unwrap_or(3)
-    }
-
-    pub fn isolation(&self) -> bool {
-        parse_bool(self.raw("isolation")).unwrap_or(true)
-    }
-
-    pub fn answer_chars(&self) -> usize {
-        self.raw("answer_chars").parse().unwrap_or(4000)
-    }
-
-    pub fn repos(&self) -> Vec<String> {
-        self.raw("repos")
-            .split(',')
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .map(str::to_owned)
-            .collect()
-    }
-
-    pub fn keep_worktrees(&self) -> bool {
-        parse_bool(self.raw("keep_worktrees")).unwrap_or(false)
-    }
-
-    pub fn halt_on_failure(&self) -> bool {
-        parse_bool(self.raw("halt_on_failure")).unwrap_or(false)
-    }
-
-    pub fn task_timeout(&self) -> Duration {
-        self.duration("task_timeout")
-    }
-
-    pub fn idle_after(&self) -> Duration {
-        self.duration("idle_after")
-    }
-
-    pub fn marker_grace(&self) -> Duration {
-        self.duration("marker_grace")
-    }
-
-    /// A duration setting; its value was checked when the settings were resolved.
-    fn duration(&self, name: &str) -> Duration {
-        humantime::parse_duration(self.raw(name)).unwrap_or(Duration::from_secs(60))
-    }
-
-    /// How task worktrees are made runnable: a setup command, or links.
-    pub fn runnable(&self) -> weft_engine::Runnable {
-        let setup = self.raw("setup").trim();
-        if setup.is_empty() {
-            weft_engine::Runnable::Link(
-                self.raw("links")
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-            )
+impl Resolver<'_> {
+    /// The value of `key` from the first layer that has it, parsed; a bad one is an error
+    /// naming the key, the value and its source.
+    fn get<T>(&mut self, key: &Key<T>) -> Result<T, CliError> {
+        let layers = self.layers;
+        let (text, source) = if let Some(value) = self.flags.get(key.name) {
+            (value.clone(), Source::Flag)
+        } else if let Some(value) = layers.env.get(key.env) {
+            (value.clone(), Source::Env(key.env))
+        } else if let Some(value) = self.project.get(key.name) {
+            let path = layers.project_file.clone().unwrap_or_default();
+            (value.clone(), Source::Project(path))
+        } else if let Some(value) = self.user.get(key.name) {
+            let path = layers.user_file.clone().unwrap_or_default();
+            (value.clone(), Source::User(path))
         } else {
-            weft_engine::Runnable::Setup(setup.to_owned())
-        }
-    }
-
-    /// The planner the user chose; `None` lets the command pick one.
-    pub fn planner(&self) -> Option<&str> {
-        Some(self.raw("planner").trim()).filter(|p| !p.is_empty())
-    }
-
-    pub fn planner_timeout(&self) -> Duration {
-        humantime::parse_duration(self.raw("planner_timeout")).unwrap_or(Duration::from_secs(600))
-    }
-
-    pub fn planner_max_steps(&self) -> usize {
-        self.raw("planner_max_steps").parse().unwrap_or(40)
-    }
-
-    pub fn approval_mode(&self) -> weft_core::approval::Mode {
-        weft_core::approval::Mode::parse(self.raw("approvals").trim())
-            .unwrap_or(weft_core::approval::Mode::Ask)
-    }
-
-    pub fn pre_approved(&self) -> Vec<weft_core::approval::Scope> {
-        split_scopes(self.raw("pre_approved"))
-            .iter()
-            .filter_map(|s| weft_core::approval::Scope::parse(s).ok())
-            .collect()
-    }
-
-    pub fn busy_timeout(&self) -> Duration {
-        Duration::from_millis(self.raw("busy_timeout_ms").parse().unwrap_or(5000))
+            (key.default.to_owned(), Source::Default)
+        };
+        let value = (key.parse)(&text).map_err(|problem| {
+            let code = if source == Source::Flag {
+                EXIT_USAGE
+            } else {
+                EXIT_FAILURE
+            };
+            CliError::new(format!(
+                "setting `{}` = {text:?} from {source} {problem}",
+                key.name
+            ))
+            .hint(format!("{}: {}", key.name, key.about))
+            .with_code(code)
+        })?;
+        self.shown.insert(key.name, (text, source));
+        Ok(value)
     }
 }
 
+impl Settings {
+    pub fn resolve(layers: &Layers<'_>) -> Result<Settings, CliError> {
+        let mut r = Resolver {
+            layers,
+            flags: parse_flags(layers.flags)?,
+            project: match &layers.project_file {
+                Some(path) => read_file(path)?,
+                None => BTreeMap::new(),
+            },
+            user: match &layers.user_file {
+                Some(path) => read_file(path)?,
+                None => BTreeMap::new(),
+            },
+            shown: BTreeMap::new(),
+        };
+        let run = RunSettings {
+            runner: r.get(&RUNNER)?,
+            parallel: r.get(&PARALLEL)?,
+            halt_on_failure: r.get(&HALT_ON_FAILURE)?,
+        };
+        let limits = LimitSettings {
+            task_timeout: r.get(&TASK_TIMEOUT)?,
+            answer_chars: r.get(&ANSWER_CHARS)?,
+            busy_timeout: r.get(&BUSY_TIMEOUT_MS)?,
+        };
+        let supervision = SupervisionSettings {
+            idle_after: r.get(&IDLE_AFTER)?,
+            marker_grace: r.get(&MARKER_GRACE)?,
+        };
+        let enabled = r.get(&ISOLATION)?;
+        let repos = r.get(&REPOS)?;
+        let keep_worktrees = r.get(&KEEP_WORKTREES)?;
+        let links = r.get(&LINKS)?;
+        let runnable = match r.get(&SETUP)? {
+            Some(command) => Runnable::Setup(command),
+            None => Runnable::Link(links),
+        };
+        let isolation = IsolationSettings {
+            enabled,
+            repos,
+            keep_worktrees,
+            runnable,
+        };
+        let planner = PlannerSettings {
+            planner: r.get(&PLANNER)?,
+            turn_timeout: r.get(&PLANNER_TIMEOUT)?,
+            max_steps: r.get(&PLANNER_MAX_STEPS)?,
+        };
+        let approvals = ApprovalSettings {
+            mode: r.get(&APPROVALS)?,
+            pre_approved: r.get(&PRE_APPROVED)?,
+        };
+        debug_assert_eq!(r.shown.len(), KEYS.len(), "every key is resolved");
+        Ok(Settings {
+            run,
+            isolation,
+            limits,
+            supervision,
+            planner,
+            approvals,
+            shown: r.shown,
+        })
+    }
+
+    /// Every setting with its text and source, in name order.
+    pub fn all(&self) -> impl Iterator<Item = (&'static str, &str, &Source)> {
+        self.shown.iter().map(|(k, (v, s))| (*k, v.as_str(), s))
+    }
+
+    /// The runner of tasks and plans that name none.
+    pub fn runner(&self) -> &str {
+        &self.run.runner
+    }
+
+    pub fn isolation(&self) -> bool {
+        self.isolation.enabled
+    }
+
+    pub fn repos(&self) -> Vec<String> {
+        self.isolation.repos.clone()
+    }
+
+    pub fn answer_chars(&self) -> usize {
+        self.limits.answer_chars
+    }
+}
+
+/// The long help of `-c`: every setting, its variable, its default and what it does.
+pub fn help() -> String {
+    let mut text = String::from(
+        "Override a setting for this command, e.g. `-c parallel=2`; repeat for more. Settings \
+         come from -c, then the environment, then weft.toml at the workspace root, then \
+         ~/.config/weft/config.toml; `weft config` shows where each one came from.\n\nSettings:",
+    );
+    for key in KEYS {
+        text.push_str(&format!(
+            "\n  {} ({}): {}",
+            key.name(),
+            key.env(),
+            key.about()
+        ));
+    }
+    text
+}
+
 fn known_names() -> String {
-    KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+    KEYS.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn is_known(name: &str) -> bool {
+    KEYS.iter().any(|k| k.name() == name)
 }
 
 fn parse_flags(flags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
@@ -450,7 +574,7 @@ fn parse_flags(flags: &[String]) -> Result<BTreeMap<String, String>, CliError> {
                 .with_code(EXIT_USAGE));
         };
         let name = name.trim();
-        if !KEYS.iter().any(|k| k.name == name) {
+        if !is_known(name) {
             return Err(
                 CliError::new(format!("-c names an unknown setting {name:?}"))
                     .hint(format!("known settings: {}", known_names()))
@@ -482,7 +606,7 @@ fn read_file(path: &Path) -> Result<BTreeMap<String, String>, CliError> {
     })?;
     let mut out = BTreeMap::new();
     for (name, value) in table {
-        if !KEYS.iter().any(|k| k.name == name) {
+        if !is_known(&name) {
             return Err(
                 CliError::new(format!("{}: unknown setting {name:?}", path.display()))
                     .hint(format!("known settings: {}", known_names())),
@@ -528,6 +652,10 @@ mod tests {
         path
     }
 
+    fn source(settings: &Settings, name: &str) -> Source {
+        settings.shown[name].1.clone()
+    }
+
     #[test]
     fn layers_apply_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -549,15 +677,125 @@ mod tests {
             user_file: Some(user.clone()),
         })
         .unwrap();
-        let source = |name| settings.values[name].1.clone();
         assert_eq!(settings.runner(), "exec");
-        assert_eq!(source("runner"), Source::Flag);
-        assert_eq!(settings.parallel(), 7);
-        assert_eq!(source("parallel"), Source::Env("WEFT_PARALLEL"));
-        assert!(settings.halt_on_failure());
-        assert_eq!(source("halt_on_failure"), Source::User(user));
-        assert_eq!(source("task_timeout"), Source::Default);
-        assert_eq!(settings.task_timeout(), Duration::from_secs(3600));
+        assert_eq!(source(&settings, "runner"), Source::Flag);
+        assert_eq!(settings.run.parallel, 7);
+        assert_eq!(source(&settings, "parallel"), Source::Env("WEFT_PARALLEL"));
+        assert!(settings.run.halt_on_failure);
+        assert_eq!(source(&settings, "halt_on_failure"), Source::User(user));
+        assert_eq!(source(&settings, "task_timeout"), Source::Default);
+    }
+
+    #[test]
+    fn the_defaults_parse_into_the_documented_values() {
+        let settings = Settings::resolve(&Layers::default()).unwrap();
+        assert_eq!(settings.all().count(), KEYS.len());
+        assert!(settings.all().all(|(_, _, s)| *s == Source::Default));
+        assert_eq!(settings.limits.task_timeout, Duration::from_secs(3600));
+        assert_eq!(settings.supervision.idle_after, Duration::from_secs(120));
+        assert_eq!(settings.supervision.marker_grace, Duration::from_secs(30));
+        assert_eq!(settings.planner.turn_timeout, Duration::from_secs(600));
+        assert_eq!(settings.limits.busy_timeout, Duration::from_millis(5000));
+        assert_eq!(settings.run.parallel, 3);
+        assert!(settings.isolation.enabled);
+        assert!(matches!(
+            &settings.isolation.runnable,
+            Runnable::Link(links) if links.len() == 8 && links[3] == ".env*"
+        ));
+        assert_eq!(settings.planner.planner, None);
+        assert_eq!(settings.approvals.mode, Mode::Ask);
+    }
+
+    #[test]
+    fn every_value_is_typed_once_and_kept_as_written_for_weft_config() {
+        let flags = vec![
+            "task_timeout=90s".to_owned(),
+            "setup= make deps ".to_owned(),
+            "pre_approved=path:/etc/*, command:git log".to_owned(),
+            "repos=api, web,".to_owned(),
+        ];
+        let settings = Settings::resolve(&Layers {
+            flags: &flags,
+            ..Layers::default()
+        })
+        .unwrap();
+        assert_eq!(settings.limits.task_timeout, Duration::from_secs(90));
+        assert!(
+            matches!(&settings.isolation.runnable, Runnable::Setup(c) if c == "make deps"),
+            "{:?}",
+            settings.isolation.runnable
+        );
+        assert_eq!(settings.approvals.pre_approved.len(), 2);
+        assert_eq!(settings.repos(), ["api", "web"]);
+        let shown: BTreeMap<_, _> = settings.all().map(|(k, v, _)| (k, v)).collect();
+        assert_eq!(shown["task_timeout"], "90s");
+        assert_eq!(shown["repos"], "api, web,");
+    }
+
+    /// A bad value from each source is refused, naming the key, the value and the source;
+    /// no source falls back to the default.
+    #[test]
+    fn a_bad_value_from_any_source_names_key_value_and_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = vec!["task_timeout=soon".to_owned()];
+        let from_flag = Settings::resolve(&Layers {
+            flags: &flags,
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert!(
+            from_flag.message.starts_with(
+                "setting `task_timeout` = \"soon\" from command line (-c) is not a duration"
+            ),
+            "{}",
+            from_flag.message
+        );
+        assert_eq!(from_flag.code, EXIT_USAGE);
+
+        let from_env = Settings::resolve(&Layers {
+            env: BTreeMap::from([("WEFT_IDLE_AFTER".to_owned(), "0s".to_owned())]),
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            from_env.message,
+            "setting `idle_after` = \"0s\" from environment (WEFT_IDLE_AFTER) must be longer than zero"
+        );
+        assert_eq!(from_env.code, EXIT_FAILURE);
+
+        let project = write(dir.path(), "weft.toml", "marker_grace = \"a while\"\n");
+        let from_project = Settings::resolve(&Layers {
+            project_file: Some(project.clone()),
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert!(
+            from_project.message.starts_with(&format!(
+                "setting `marker_grace` = \"a while\" from project ({}) is not a duration",
+                project.display()
+            )),
+            "{}",
+            from_project.message
+        );
+
+        let user = write(dir.path(), "user.toml", "planner_timeout = 5\n");
+        let from_user = Settings::resolve(&Layers {
+            user_file: Some(user.clone()),
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert!(
+            from_user.message.starts_with(&format!(
+                "setting `planner_timeout` = \"5\" from user ({}) is not a duration",
+                user.display()
+            )),
+            "{}",
+            from_user.message
+        );
+        assert_eq!(
+            from_user.hints,
+            [format!("planner_timeout: {}", PLANNER_TIMEOUT.about)]
+        );
     }
 
     #[test]

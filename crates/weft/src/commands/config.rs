@@ -6,7 +6,7 @@ use crate::cli::Globals;
 use crate::commands::{print_json, stdout};
 use crate::context::Ctx;
 use crate::error::CliResult;
-use crate::settings::{KEYS, Source};
+use crate::settings::KEYS;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,13 +22,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         let object: serde_json::Map<String, serde_json::Value> = settings
             .iter()
             .map(|(name, value, source)| {
-                let kind = match source {
-                    Source::Flag => "flag",
-                    Source::Env(_) => "env",
-                    Source::Project(_) => "project",
-                    Source::User(_) => "user",
-                    Source::Default => "default",
-                };
+                let kind = source.kind();
                 (
                     (*name).to_owned(),
                     json!({ "value": value, "source": kind, "from": source.to_string() }),
@@ -37,7 +31,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             .collect();
         return print_json(&object);
     }
-    let name_width = KEYS.iter().map(|k| k.name.len()).max().unwrap_or(8);
+    let name_width = KEYS.iter().map(|k| k.name().len()).max().unwrap_or(8);
     let value_width = settings
         .iter()
         .map(|(_, v, _)| v.len())

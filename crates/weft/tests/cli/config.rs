@@ -34,3 +34,40 @@ fn bad_settings_are_refused_with_their_place() {
     let flag = weft.fails(&["-c", "parallel", "config"], 2);
     snapshot!(weft, zero, unknown, syntax, flag);
 }
+
+/// A duration that does not parse is refused from every source, never read as a default.
+#[test]
+fn a_bad_duration_is_refused_from_every_source_with_its_place() {
+    let weft = Weft::new();
+    let flag = weft.fails(&["-c", "task_timeout=soon", "status"], 2);
+    assert!(
+        flag.stderr
+            .contains("setting `task_timeout` = \"soon\" from command line (-c) is not a duration"),
+        "{}",
+        flag.stderr
+    );
+    let mut command = weft.command(&["config"]);
+    command.env("WEFT_MARKER_GRACE", "0s");
+    let env = weft.run_command(&["config"], command);
+    assert_eq!(env.code, 1, "{}", weft.show(&env));
+    assert!(
+        env.stderr.contains(
+            "setting `marker_grace` = \"0s\" from environment (WEFT_MARKER_GRACE) must be longer than zero"
+        ),
+        "{}",
+        env.stderr
+    );
+    weft.write("weft.toml", "idle_after = \"later\"\n");
+    let file = weft.fails(&["config"], 1);
+    assert!(
+        file.stderr
+            .contains("setting `idle_after` = \"later\" from project ("),
+        "{}",
+        file.stderr
+    );
+    assert!(
+        file.stderr.contains("hint: idle_after: "),
+        "{}",
+        file.stderr
+    );
+}

@@ -44,7 +44,7 @@ pub struct PlannerArgs {
 
 /// The planner the user asked for, or the first one that can work here.
 fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
-    let named = asked.or(ctx.settings.planner());
+    let named = asked.or(ctx.settings.planner.planner.as_deref());
     if let Some(name) = named {
         return PlannerChoice::parse(name).ok_or_else(|| {
             CliError::new(format!("unknown planner {name:?}"))
@@ -131,8 +131,8 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     config.secrets = weft_engine::secrets::secret_values(
         config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    config.approval_mode = ctx.settings.approval_mode();
-    config.pre_approved = ctx.settings.pre_approved();
+    config.approval_mode = ctx.settings.approvals.mode;
+    config.pre_approved = ctx.settings.approvals.pre_approved.clone();
     for scope in &args.allow {
         config
             .pre_approved
@@ -141,9 +141,9 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     // A conversation has someone to ask (here, or from another terminal); a one-shot run
     // has nobody, so its asks are denied at once.
     config.approval_channel = style == Style::Conversation;
-    config.max_steps = ctx.settings.planner_max_steps();
+    config.max_steps = ctx.settings.planner.max_steps;
     config.interrupt = Some(crate::interrupt::install());
-    config.turn_timeout = ctx.settings.planner_timeout();
+    config.turn_timeout = ctx.settings.planner.turn_timeout;
     Ok(config)
 }
 
