@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    approvals, cancel, complete, config, demo, force_start, handoff, init, log, manual, plan,
-    prompt, rearm, repair, retry, run, runners, sessions, skip, status, stop, task, transcript,
-    uncomplete,
+    approvals, cancel, complete, completions, config, demo, force_start, handoff, init, log, man,
+    manual, plan, prompt, rearm, repair, retry, run, runners, sessions, skip, status, stop, task,
+    transcript, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -92,6 +92,10 @@ pub enum Command {
     Transcript(transcript::Args),
     /// List the planner's open approval questions; answer one with `allow` or `deny`.
     Approvals(approvals::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(completions::Args),
+    /// Print the manual page (roff) of weft or of one command, e.g. `weft man | man -l -`.
+    Man(man::Args),
 }
 
 /// Whether the command being run was given `--json` (every command that reports something
@@ -106,5 +110,55 @@ pub fn wants_json(matches: &ArgMatches) -> bool {
             Some((_, sub)) => current = sub,
             None => return false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every command, and every flag and positional argument of every command, says what it
+    /// is for in `--help` (and so in the man page and the shell completions).
+    #[test]
+    fn every_command_and_argument_has_help_text() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                if help.trim().is_empty() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                let sub_path = format!("{path} {}", sub.get_name());
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+                if about.trim().is_empty() {
+                    missing.push(format!("{sub_path} (the command itself)"));
+                }
+                walk(sub, &sub_path, missing);
+            }
+        }
+        let mut command = Cli::command();
+        command.build();
+        let mut missing = Vec::new();
+        walk(&command, "weft", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "without help text:\n  {}",
+            missing.join("\n  ")
+        );
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod cancel;
 pub mod complete;
+pub mod completions;
 pub mod config;
 pub mod control;
 pub mod demo;
@@ -10,6 +11,7 @@ pub mod force_start;
 pub mod handoff;
 pub mod init;
 pub mod log;
+pub mod man;
 pub mod manual;
 pub mod plan;
 pub mod prompt;
@@ -58,6 +60,8 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Manual(args) => manual::run(args, globals),
         Command::Transcript(args) => transcript::run(args, globals),
         Command::Approvals(args) => approvals::run(args, globals),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
 

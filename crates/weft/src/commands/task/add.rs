@@ -12,6 +12,7 @@ use crate::error::CliResult;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The task's title: one line saying what it delivers.
     #[arg(long)]
     pub title: String,
     /// What the agent is asked to do (AI tasks).
@@ -20,6 +21,7 @@ pub struct Args {
     /// Read the prompt from a file.
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
+    /// Why the task exists and what it must not break (for people; agents see it too).
     #[arg(long)]
     pub description: Option<String>,
     /// Earlier tasks it depends on: order numbers or ids, comma-separated.
@@ -31,14 +33,20 @@ pub struct Args {
     /// Id (default: a slug of the title).
     #[arg(long)]
     pub id: Option<String>,
+    /// The runner that runs it (default: the plan's, else the `runner` setting).
     #[arg(long)]
     pub runner: Option<String>,
+    /// The model the runner is asked for.
     #[arg(long)]
     pub model: Option<String>,
+    /// The thinking effort, for runners that take one.
     #[arg(long)]
     pub effort: Option<String>,
+    /// The runner's permission mode (e.g. bypassPermissions, ask, acceptEdits).
     #[arg(long)]
     pub mode: Option<String>,
+    /// ai: an agent session runs it; manual: a checklist a person ticks; ops: a command run
+    /// in the run's checkout.
     #[arg(long, value_enum, default_value = "ai")]
     pub kind: KindArg,
     /// Command an ops task runs.

@@ -14,25 +14,34 @@ use crate::error::CliResult;
 pub struct Args {
     /// The task: order number, #order, id or id prefix.
     pub task: String,
+    /// A new title.
     #[arg(long)]
     pub title: Option<String>,
+    /// A new description ("" clears it).
     #[arg(long)]
     pub description: Option<String>,
+    /// A new prompt.
     #[arg(long)]
     pub prompt: Option<String>,
     /// Read the new prompt from a file.
     #[arg(long, value_name = "FILE")]
     pub prompt_file: Option<PathBuf>,
+    /// The runner that runs it ("" goes back to the plan's or the `runner` setting).
     #[arg(long)]
     pub runner: Option<String>,
+    /// The model the runner is asked for ("" clears it).
     #[arg(long)]
     pub model: Option<String>,
+    /// The thinking effort, for runners that take one ("" clears it).
     #[arg(long)]
     pub effort: Option<String>,
+    /// The runner's permission mode, e.g. bypassPermissions, ask, acceptEdits ("" clears it).
     #[arg(long)]
     pub mode: Option<String>,
+    /// Make it an ai, manual or ops task.
     #[arg(long, value_enum)]
     pub kind: Option<KindArg>,
+    /// The command an ops task runs.
     #[arg(long)]
     pub command: Option<String>,
     /// Replace the checks with these commands (repeat for more).
