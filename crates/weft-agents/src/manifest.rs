@@ -171,18 +171,15 @@ impl fmt::Display for Origin {
 /// manifest (its file, or the built-in) and the field or value at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("cannot read runner manifest {}: {source}", path.display())]
+    // The OS error is in the message and deliberately not a `source()` (these errors are
+    // shown as one-line warnings; a front end printing the source chain would repeat it).
+    #[error("cannot read runner manifest {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("cannot list runner manifests in {}: {source}", dir.display())]
-    ReadDir {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot list runner manifests in {}: {error}", dir.display())]
+    ReadDir { dir: PathBuf, error: std::io::Error },
     /// TOML syntax, an unknown field, a value of the wrong type or an unknown enum value.
     #[error("runner manifest {file}: {message}")]
     Syntax { file: String, message: String },
@@ -410,9 +407,9 @@ pub struct Manifest {
 impl Manifest {
     /// Read and validate a manifest file. Its stem is the runner name.
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
-        let text = fs_err::read_to_string(path).map_err(|source| ManifestError::Read {
+        let text = fs_err::read_to_string(path).map_err(|error| ManifestError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         Manifest::parse(&text, Some(path))
     }
@@ -1126,10 +1123,10 @@ fn manifest_files(dir: &Path, errors: &mut Vec<ManifestError>) -> Vec<PathBuf> {
     let read_dir = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(source) => {
+        Err(error) => {
             errors.push(ManifestError::ReadDir {
                 dir: dir.to_owned(),
-                source,
+                error,
             });
             return Vec::new();
         }
@@ -1138,10 +1135,10 @@ fn manifest_files(dir: &Path, errors: &mut Vec<ManifestError>) -> Vec<PathBuf> {
     for entry in read_dir {
         let entry = match entry {
             Ok(entry) => entry,
-            Err(source) => {
+            Err(error) => {
                 errors.push(ManifestError::ReadDir {
                     dir: dir.to_owned(),
-                    source,
+                    error,
                 });
                 continue;
             }

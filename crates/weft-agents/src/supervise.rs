@@ -287,35 +287,34 @@ pub enum SpawnError {
     ExecFormat { program: String, cwd: PathBuf },
     #[error("cannot start `{program}`: working directory {} does not exist or is not a directory", cwd.display())]
     CwdMissing { program: String, cwd: PathBuf },
-    #[error("cannot start `{program}` in {}: cannot write the prompt file {}: {source}", cwd.display(), path.display())]
+    // The OS error is in each message and deliberately not a `source()`: a launch failure
+    // is kept as one line (a verdict's reason), and a front end printing the source chain
+    // would otherwise repeat it.
+    #[error("cannot start `{program}` in {}: cannot write the prompt file {}: {error}", cwd.display(), path.display())]
     PromptFile {
         program: String,
         cwd: PathBuf,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
-    #[error("cannot start `{program}` in {}: cannot create the output log {}: {source}", cwd.display(), path.display())]
+    #[error("cannot start `{program}` in {}: cannot create the output log {}: {error}", cwd.display(), path.display())]
     Log {
         program: String,
         cwd: PathBuf,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
-    #[error("cannot start `{program}` in {}: cannot open a pseudo-terminal: {source}", cwd.display())]
+    #[error("cannot start `{program}` in {}: cannot open a pseudo-terminal: {error}", cwd.display())]
     Pty {
         program: String,
         cwd: PathBuf,
-        #[source]
-        source: nix::Error,
+        error: nix::Error,
     },
-    #[error("cannot start `{program}` in {}: {source}", cwd.display())]
+    #[error("cannot start `{program}` in {}: {error}", cwd.display())]
     Io {
         program: String,
         cwd: PathBuf,
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -333,7 +332,7 @@ impl SpawnError {
             _ => Self::Io {
                 program,
                 cwd,
-                source: err,
+                error: err,
             },
         }
     }
@@ -396,19 +395,19 @@ impl Attempt {
         }
         if let Some((path, text)) = &spec.prompt_file {
             let path = spec.cwd.join(path);
-            write_prompt_file(&path, text).map_err(|source| SpawnError::PromptFile {
+            write_prompt_file(&path, text).map_err(|error| SpawnError::PromptFile {
                 program: program.clone(),
                 cwd: cwd.clone(),
                 path,
-                source,
+                error,
             })?;
         }
         let log = buffers::LogFile::create(&options.log_path, options.log_cap_bytes).map_err(
-            |source| SpawnError::Log {
+            |error| SpawnError::Log {
                 program: program.clone(),
                 cwd: cwd.clone(),
                 path: options.log_path.clone(),
-                source,
+                error,
             },
         )?;
 
@@ -419,15 +418,15 @@ impl Attempt {
             .current_dir(&spec.cwd)
             .process_group(0);
         let master = if spec.needs_tty {
-            let (master, slave) = open_pty().map_err(|source| SpawnError::Pty {
+            let (master, slave) = open_pty().map_err(|error| SpawnError::Pty {
                 program: program.clone(),
                 cwd: cwd.clone(),
-                source,
+                error,
             })?;
-            let io_err = |source| SpawnError::Io {
+            let io_err = |error| SpawnError::Io {
                 program: program.clone(),
                 cwd: cwd.clone(),
-                source,
+                error,
             };
             command.stdout(Stdio::from(slave.try_clone().map_err(io_err)?));
             command.stderr(Stdio::from(slave.try_clone().map_err(io_err)?));
@@ -473,24 +472,24 @@ impl Attempt {
                         canceller,
                         monitor,
                     }),
-                    Err(source) => {
+                    Err(error) => {
                         // The closure (and the child with it) is gone; kill by group id.
                         process::signal_group(process_group, Signal::SIGKILL);
                         Err(SpawnError::Io {
                             program,
                             cwd,
-                            source,
+                            error,
                         })
                     }
                 }
             }
-            Err(source) => {
+            Err(error) => {
                 process::signal_group(process_group, Signal::SIGKILL);
                 let _ = child.wait();
                 Err(SpawnError::Io {
                     program,
                     cwd,
-                    source,
+                    error,
                 })
             }
         }
