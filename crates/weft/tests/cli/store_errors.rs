@@ -92,3 +92,29 @@ fn a_corrupt_database_is_reported_and_never_recreated() {
     );
     snapshot!(weft, status, write);
 }
+
+/// An OS error under a store error is printed once, as its cause (it used to be in the
+/// message and again as `caused by:`), in text and in JSON.
+#[test]
+fn a_chained_error_prints_each_cause_exactly_once() {
+    let weft = Weft::new();
+    std::fs::create_dir_all(weft.work().join(".weft")).unwrap();
+    // A symlink to itself: the database's metadata cannot be read.
+    std::os::unix::fs::symlink("weft.db", weft.db_path()).unwrap();
+    let run = weft.fails(&["status"], 1);
+    let os = "Too many levels of symbolic links";
+    assert_eq!(run.stderr.matches(os).count(), 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("caused by:").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let json = weft.fails(&["status", "--json"], 1);
+    let error: serde_json::Value = serde_json::from_str(json.stderr.trim()).unwrap();
+    let causes = error["causes"].as_array().unwrap();
+    assert_eq!(causes.len(), 1, "{error}");
+    assert!(causes[0].as_str().unwrap().contains(os), "{error}");
+    assert!(!error["error"].as_str().unwrap().contains(os), "{error}");
+    snapshot!(weft, run);
+}
