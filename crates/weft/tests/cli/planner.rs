@@ -1088,3 +1088,46 @@ fn planner_names_and_flags_are_checked_the_same_everywhere() {
     let bad = weft.run(&["-c", "planner=gemini", "config"]);
     assert_eq!(bad.code, 2, "{}", weft.show(&bad));
 }
+
+/// With `--json`, stdout carries only the committed plan: the planner's own words (its
+/// question, its outline) go to stderr with the notes.
+#[test]
+fn a_conversation_with_json_prints_only_the_plan_on_stdout() {
+    let weft = workspace();
+    let mock = MockModel::start(vec![
+        MockReply::text("Where should the limits live? I recommend a constant in src/api.rs."),
+        MockReply::text("Outline:\n1. Add the limiter.\n2. Wire it.\n3. Verify. Shall I?"),
+        MockReply::text(plan_text()),
+    ]);
+    let run = converse(
+        &weft,
+        &mock,
+        &["plan", "Add rate limiting", "--interactive", "--json"],
+        "a constant\nyes\n",
+    );
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    let plan: Value = serde_json::from_str(&run.stdout).expect("stdout is the plan as JSON");
+    let ids: Vec<&str> = plan["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["limiter", "wire", "verify"]);
+    assert!(
+        run.stderr.contains("Where should the limits live?"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Outline:"), "{}", run.stderr);
+    // A revision with --json prints the revised plan the same way.
+    let ops = json!({"taskOps": [
+        {"op": "add", "task": {"id": "docs", "title": "Document the limits", "prompt": "Write docs/limits.md."}}
+    ]});
+    let mock = MockModel::start(vec![MockReply::text(ops.to_string())]);
+    let revised = plan_with(&weft, &mock, &["plan", "revise", "Add docs", "--json"]);
+    assert_eq!(revised.code, 0, "{}", weft.show(&revised));
+    let again: Value = serde_json::from_str(&revised.stdout).expect("stdout is the plan as JSON");
+    assert_eq!(again["plan"]["id"], plan["plan"]["id"]);
+    assert_eq!(again["plan"]["tasks"][3]["id"], "docs");
+}
