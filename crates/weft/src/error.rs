@@ -139,6 +139,29 @@ impl CliError {
     }
 }
 
+/// A usage error from clap as a [`CliError`]: its first line is the message, its `tip:`
+/// lines the hints (the usage synopsis is left to `--help`); exit 2.
+pub fn usage_error(error: &clap::Error) -> CliError {
+    let text = error.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad usage");
+    let mut out = CliError::new(first.strip_prefix("error: ").unwrap_or(first));
+    let mut details = Vec::new();
+    for line in lines {
+        if let Some(tip) = line.strip_prefix("tip: ") {
+            out = out.hint(tip);
+        } else if line.starts_with("Usage:") || line.starts_with("For more information") {
+            continue;
+        } else {
+            details.push(line.to_owned());
+        }
+    }
+    if !details.is_empty() {
+        out.message = format!("{} {}", out.message, details.join(", "));
+    }
+    out.hint("`--help` shows the usage").with_code(EXIT_USAGE)
+}
+
 /// 75 for a database that stayed busy, else 1.
 fn store_code(store: Option<&StoreError>) -> u8 {
     match store {

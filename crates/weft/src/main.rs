@@ -16,7 +16,15 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
-    let matches = cli::Cli::command().get_matches();
+    let matches = match cli::Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        // A usage error of a command given --json is a JSON line too (exit 2 either way);
+        // help and version are not errors and print as usual.
+        Err(error) if error.use_stderr() && std::env::args_os().any(|a| a == "--json") => {
+            return error::usage_error(&error).report(true);
+        }
+        Err(error) => error.exit(),
+    };
     // Known before the command runs, so even a failure to load settings is JSON.
     let json = cli::wants_json(&matches);
     let cli = match cli::Cli::from_arg_matches(&matches) {

@@ -169,3 +169,22 @@ fn settings_errors_are_json_too_and_keep_their_exit_code() {
         "{file}"
     );
 }
+
+#[test]
+fn a_usage_error_with_json_is_a_json_line_and_exits_2() {
+    let weft = Weft::new();
+    let missing = json_error(&weft.fails(&["task", "edit", "--json"], 2));
+    assert!(
+        missing["error"].as_str().unwrap().contains("<TASK>"),
+        "{missing}"
+    );
+    let unknown = json_error(&weft.fails(&["task", "edit", "1", "--bogus", "--json"], 2));
+    assert_eq!(unknown["error"], "unexpected argument '--bogus' found");
+    // Help is not an error: it prints as usual, on stdout, with exit 0.
+    let help = weft.ok(&["status", "--help", "--json"]);
+    assert!(
+        help.stdout.starts_with("Show the current plan"),
+        "{}",
+        help.stdout
+    );
+}
