@@ -1,5 +1,7 @@
 //! Ids and branch-name pieces derived from titles.
 
+use std::collections::{HashMap, HashSet};
+
 /// Longest slug weft derives from a title.
 pub const MAX_SLUG_LEN: usize = 40;
 
@@ -46,6 +48,56 @@ pub fn unique_id(base: &str, taken: impl Fn(&str) -> bool) -> String {
         .map(|n| format!("{base}-{n}"))
         .find(|candidate| !taken(candidate))
         .unwrap_or_else(|| base.to_owned())
+}
+
+/// Derives the ids of many new tasks at once (a workflow file's tasks without an id): each
+/// id is exactly what [`unique_id`] gives for the slug of its title, against the ids fixed
+/// beforehand and every id derived before it.
+///
+/// Why not call [`unique_id`] in a loop: a title repeated k times would try `base`,
+/// `base-2`, … `base-k` for its k-th copy, O(k²) in all (100,000 tasks titled "Test" is
+/// 5·10⁹ lookups). Here the next suffix to try is kept per slug. That gives the same ids:
+/// every smaller suffix was taken when it was tried, and the taken set only grows.
+#[derive(Debug, Default)]
+pub struct IdDeriver<'a> {
+    fixed: HashSet<&'a str>,
+    derived: HashSet<String>,
+    next_suffix: HashMap<String, u64>,
+}
+
+impl<'a> IdDeriver<'a> {
+    /// `fixed`: ids already in use (the explicit ids of the file).
+    pub fn new(fixed: impl IntoIterator<Item = &'a str>) -> Self {
+        IdDeriver {
+            fixed: fixed.into_iter().collect(),
+            ..IdDeriver::default()
+        }
+    }
+
+    fn taken(&self, candidate: &str) -> bool {
+        self.fixed.contains(candidate) || self.derived.contains(candidate)
+    }
+
+    /// The id for a new task titled `title`; it counts as taken from now on.
+    pub fn derive(&mut self, title: &str) -> String {
+        let base = slugify(title);
+        let id = if self.taken(&base) {
+            let mut suffix = self.next_suffix.get(&base).copied().unwrap_or(2);
+            let id = loop {
+                let candidate = format!("{base}-{suffix}");
+                if !self.taken(&candidate) {
+                    break candidate;
+                }
+                suffix += 1;
+            };
+            self.next_suffix.insert(base, suffix + 1);
+            id
+        } else {
+            base
+        };
+        self.derived.insert(id.clone());
+        id
+    }
 }
 
 /// Why an id is not acceptable, if it is not.

@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use crate::Hint;
 use crate::model::{Task, TaskKind, order_of};
-use crate::slug::{slugify, unique_id};
+use crate::slug::IdDeriver;
 use crate::validate::{ValidationErrors, Warning, validate_tasks};
 
 /// A plan as written in a workflow file.
@@ -196,46 +196,42 @@ impl WorkflowFile {
                 source_name: source_name.to_owned(),
             });
         }
-        let explicit: HashSet<&str> = self.tasks.iter().filter_map(|t| t.id.as_deref()).collect();
-        let mut derived: HashSet<String> = HashSet::new();
+        let mut deriver = IdDeriver::new(self.tasks.iter().filter_map(|t| t.id.as_deref()));
         let ids: Vec<String> = self
             .tasks
             .iter()
             .map(|spec| match &spec.id {
                 Some(id) => id.clone(),
-                None => {
-                    let id = unique_id(&slugify(&spec.title), |c| {
-                        explicit.contains(c) || derived.contains(c)
-                    });
-                    derived.insert(id.clone());
-                    id
-                }
+                None => deriver.derive(&spec.title),
             })
             .collect();
+        // Looked up once per dependency: a scan of `ids` each time made importing
+        // 100,000 tasks take half a minute.
+        let known: HashSet<&str> = ids.iter().map(String::as_str).collect();
 
         let tasks: Vec<Task> = self
             .tasks
-            .iter()
+            .into_iter()
             .zip(&ids)
             .enumerate()
             .map(|(index, (spec, id))| {
-                let mut task = Task::new(id.clone(), spec.title.clone());
+                let mut task = Task::new(id.clone(), spec.title);
                 task.order = order_of(index);
-                task.description = spec.description.clone().filter(|d| !d.is_empty());
-                task.prompt = spec.prompt.clone().unwrap_or_default();
+                task.description = spec.description.filter(|d| !d.is_empty());
+                task.prompt = spec.prompt.unwrap_or_default();
                 task.dependencies = spec
                     .dependencies
                     .iter()
-                    .map(|d| resolve_file_dependency(d, &ids))
+                    .map(|d| resolve_file_dependency(d, &ids, &known))
                     .collect();
-                task.runner = spec.runner.clone().filter(|v| !v.is_empty());
-                task.model = spec.model.clone().filter(|v| !v.is_empty());
-                task.effort = spec.effort.clone().filter(|v| !v.is_empty());
-                task.mode = spec.mode.clone().filter(|v| !v.is_empty());
+                task.runner = spec.runner.filter(|v| !v.is_empty());
+                task.model = spec.model.filter(|v| !v.is_empty());
+                task.effort = spec.effort.filter(|v| !v.is_empty());
+                task.mode = spec.mode.filter(|v| !v.is_empty());
                 task.kind = spec.kind.unwrap_or_default();
-                task.command = spec.command.clone();
-                task.steps = spec.steps.clone();
-                task.checks = spec.checks.clone();
+                task.command = spec.command;
+                task.steps = spec.steps;
+                task.checks = spec.checks;
                 task
             })
             .collect();
@@ -311,12 +307,16 @@ impl WorkflowFile {
 
 /// Order numbers (`3`, `"3"`, `"#3"`) become the id at that position; anything else is
 /// taken as an id and left for validation to judge.
-fn resolve_file_dependency(dependency: &DependencyRef, ids: &[String]) -> String {
+fn resolve_file_dependency(
+    dependency: &DependencyRef,
+    ids: &[String],
+    known: &HashSet<&str>,
+) -> String {
     let text = match dependency {
         DependencyRef::Order(order) => return order_to_id(*order, ids),
         DependencyRef::Id(text) => text,
     };
-    if ids.iter().any(|id| id == text) {
+    if known.contains(text.as_str()) {
         return text.clone();
     }
     let digits = text.strip_prefix('#').unwrap_or(text);

@@ -5,6 +5,7 @@
 //! 2. Removing a task reports exactly the tasks that depended on it and detaches them.
 //! 3. Validation refuses exactly an injected defect, naming the task and the value.
 //! 4. Workflow files round-trip (TOML and JSON) and re-export byte-identically.
+//! 5. Ids derived for a batch of titles are exactly `unique_id`'s, one title at a time.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,7 +15,7 @@ use proptest::test_runner::TestCaseError;
 use weft_core::edit::{Edit, EditError, NewTask, TaskChanges, apply};
 use weft_core::model::{Plan, PlanStatus, Task, TaskKind, TaskStatus};
 use weft_core::refs::resolve_task_ref;
-use weft_core::slug::{slugify, unique_id};
+use weft_core::slug::{IdDeriver, slugify, unique_id};
 use weft_core::validate::{ValidationError, validate_tasks};
 use weft_core::workflow::{WorkflowFile, WorkflowFormat};
 
@@ -1139,6 +1140,34 @@ proptest! {
             )
             .to_text(format);
             prop_assert_eq!(again, text);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Property 5: the batch deriver gives every title the id `unique_id` gives it against
+    /// the fixed ids and all ids derived before it, however the titles repeat or collide
+    /// with a suffixed form (`a`, `a 2`, `a-2`, `a`).
+    #[test]
+    fn derived_ids_match_unique_id_one_title_at_a_time(
+        fixed in prop::collection::vec(
+            prop::sample::select(vec!["a", "a-2", "a-3", "b", "b-2", "task", "task-2"]),
+            0..5,
+        ),
+        titles in prop::collection::vec(
+            prop::sample::select(vec!["a", "A", "a 2", "a-2", "a 3", "b", "b-2", "!!!", "a-2-2"]),
+            0..40,
+        ),
+    ) {
+        let mut deriver = IdDeriver::new(fixed.iter().copied());
+        let mut taken: HashSet<String> = fixed.iter().map(|f| (*f).to_owned()).collect();
+        for title in &titles {
+            let expected = unique_id(&slugify(title), |c| taken.contains(c));
+            let derived = deriver.derive(title);
+            prop_assert_eq!(&derived, &expected, "title {:?} after {:?}", title, taken);
+            taken.insert(derived);
         }
     }
 }
