@@ -735,6 +735,26 @@ fn a_plan_with_every_field_set_round_trips() {
     expected_tasks[1].output = Some(output);
     assert_eq!(reloaded.tasks, expected_tasks);
 
+    // The outline is the plan without what only running a task needs, and nothing else.
+    let mut outline_tasks = expected_tasks.clone();
+    for task in &mut outline_tasks {
+        task.prompt = String::new();
+        task.description = None;
+        task.command = None;
+        task.steps = Vec::new();
+        task.steps_done = Vec::new();
+        task.output = None;
+    }
+    let outline = store.plan_outline(&created.id).unwrap();
+    assert_eq!(outline.tasks, outline_tasks);
+    assert_eq!(
+        Plan {
+            tasks: expected_tasks.clone(),
+            ..outline
+        },
+        reloaded
+    );
+
     let last = all_events(&store).pop().unwrap();
     assert_eq!(last.kind, "task_finished");
     assert_eq!(last.payload, json!({ "task": "deploy" }));
@@ -1318,7 +1338,15 @@ fn older_databases_migrate_and_keep_their_data() {
                  INSERT INTO tasks (plan_id, id, position, title, description, prompt, runner, model,
                    effort, mode, kind, command, steps, checks, status, hold, verdict, output)
                  VALUES ('0123456789abcdef0123456789abcdef', 'a', 1, 'A', NULL, 'do a', NULL, NULL,
-                   NULL, NULL, 'ai', NULL, '[]', '[]', 'pending', 0, NULL, NULL);"
+                   NULL, NULL, 'ai', NULL, '[]', '[]', 'pending', 0, NULL, NULL),
+                        ('0123456789abcdef0123456789abcdef', 'b', 2, 'B', NULL, 'do b', NULL, NULL,
+                   NULL, NULL, 'ai', NULL, '[]', '[]', 'pending', 0, NULL, NULL),
+                        ('0123456789abcdef0123456789abcdef', 'c', 3, 'C', NULL, 'do c', NULL, NULL,
+                   NULL, NULL, 'ai', NULL, '[]', '[]', 'pending', 0, NULL, NULL);
+                 INSERT INTO task_dependencies (plan_id, task_id, depends_on, position)
+                 VALUES ('0123456789abcdef0123456789abcdef', 'c', 'b', 0),
+                        ('0123456789abcdef0123456789abcdef', 'c', 'a', 1),
+                        ('0123456789abcdef0123456789abcdef', 'b', 'a', 0);"
             ))
             .unwrap();
         }
@@ -1333,6 +1361,22 @@ fn older_databases_migrate_and_keep_their_data() {
         let plan = store.plan("0123456789abcdef0123456789abcdef").unwrap();
         assert_eq!(plan.goal, "old goal");
         assert_eq!(plan.tasks[0].prompt, "do a");
+        // Dependencies keep their order (by position, not by name) across the migration
+        // that copies them into each task's row.
+        let dependencies: Vec<&[String]> = plan
+            .tasks
+            .iter()
+            .map(|t| t.dependencies.as_slice())
+            .collect();
+        assert_eq!(
+            dependencies,
+            [
+                &[][..],
+                &["a".to_owned()][..],
+                &["b".to_owned(), "a".to_owned()][..]
+            ],
+            "from {old_version}"
+        );
         assert!(store.attempts_of_plan(&plan.id).unwrap().is_empty());
     }
 }

@@ -57,24 +57,69 @@ pub fn minute(at: Timestamp) -> String {
 }
 
 pub fn cut(text: &str, max_chars: usize) -> String {
-    let first_line = text.lines().next().unwrap_or("");
-    let mut chars = first_line.chars();
-    let mut out: String = chars.by_ref().take(max_chars).collect();
-    if chars.next().is_some() || first_line.len() < text.trim_end().len() {
+    let (kept, cut) = cut_parts(text, max_chars);
+    let mut out = kept.to_owned();
+    if cut {
         out.push('…');
     }
     out
 }
 
+/// What [`cut`] keeps of `text`, borrowed, and whether it adds `…`.
+fn cut_parts(text: &str, max_chars: usize) -> (&str, bool) {
+    let first_line = text.lines().next().unwrap_or("");
+    // No more bytes than allowed characters: nothing to count.
+    let kept = if first_line.len() <= max_chars {
+        first_line
+    } else {
+        match first_line.char_indices().nth(max_chars) {
+            Some((end, _)) => &first_line[..end],
+            None => first_line,
+        }
+    };
+    let cut = kept.len() < first_line.len() || first_line.len() < text.trim_end().len();
+    (kept, cut)
+}
+
+/// Characters in `text` (what a column's width counts).
+fn chars(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
+}
+
+/// `count` spaces.
+fn pad(line: &mut String, count: usize) {
+    line.extend(std::iter::repeat_n(' ', count));
+}
+
+/// The status column of a plan map row: the status and what qualifies it.
+fn status_label(task: &Task, usage: &HashMap<String, TaskUsage>) -> (&'static str, &'static str) {
+    let note = if task.hold {
+        " (held)"
+    } else if task.status == TaskStatus::Completed
+        && !usage.is_empty()
+        && usage
+            .get(&task.id)
+            .is_some_and(|u| u.landing == Some(weft_core::Landing::NoChanges))
+    {
+        " (no changes)"
+    } else {
+        ""
+    };
+    (task.status.as_str(), note)
+}
+
 /// What the runner column shows for a task.
-pub fn runner_label(task: &Task, plan: &Plan, default_runner: &str) -> String {
+fn runner_str<'a>(task: &'a Task, plan: &'a Plan, default_runner: &'a str) -> &'a str {
     match task.kind {
         TaskKind::Ai => task
             .effective_runner(plan.runner.as_deref())
-            .unwrap_or(default_runner)
-            .to_owned(),
-        TaskKind::Manual => "(manual)".into(),
-        TaskKind::Ops => "(ops)".into(),
+            .unwrap_or(default_runner),
+        TaskKind::Manual => "(manual)",
+        TaskKind::Ops => "(ops)",
     }
 }
 
@@ -97,7 +142,28 @@ pub fn plan_map(
     default_runner: &str,
     usage: &HashMap<String, TaskUsage>,
 ) -> std::io::Result<()> {
-    let bold = anstyle::Style::new().bold();
+    plan_map_styled(out, plan, default_runner, usage, true)
+}
+
+/// [`plan_map`], with `styled: false` writing no escape codes at all: the very bytes
+/// [`plan_map`] gives once a colour-stripping stream has removed them, without a stream
+/// having to scan every byte for them (`weft status` on 10,000 tasks, piped).
+///
+/// The rows are measured in a first pass and written in a second, straight from the
+/// tasks: nothing is built per task but its dependency list (a plan map of 10,000 tasks
+/// used to allocate five strings per row).
+pub fn plan_map_styled(
+    out: &mut dyn Write,
+    plan: &Plan,
+    default_runner: &str,
+    usage: &HashMap<String, TaskUsage>,
+    styled: bool,
+) -> std::io::Result<()> {
+    let bold = if styled {
+        anstyle::Style::new().bold()
+    } else {
+        anstyle::Style::new()
+    };
     writeln!(
         out,
         "{bold}plan {}{bold:#}  {}  {} task{}  updated {}",
@@ -128,64 +194,66 @@ pub fn plan_map(
         .iter()
         .map(|t| (t.id.as_str(), t.order))
         .collect();
-    let rows: Vec<(String, String, String, String)> = plan
-        .tasks
-        .iter()
-        .map(|task| {
-            let no_changes = usage
-                .get(&task.id)
-                .is_some_and(|u| u.landing == Some(weft_core::Landing::NoChanges));
-            let status = if task.hold {
-                format!("{} (held)", task.status)
-            } else if no_changes && task.status == TaskStatus::Completed {
-                format!("{} (no changes)", task.status)
-            } else {
-                task.status.to_string()
-            };
-            let deps: Vec<String> = task
-                .dependencies
-                .iter()
-                .map(|d| {
-                    order_of
-                        .get(d.as_str())
-                        .map_or_else(|| d.clone(), u32::to_string)
-                })
-                .collect();
-            let deps = if deps.is_empty() {
-                "-".into()
-            } else {
-                deps.join(",")
-            };
-            (
-                status,
-                cut(&task.title, MAP_TITLE_CHARS),
-                runner_label(task, plan, default_runner),
-                deps,
-            )
-        })
-        .collect();
-    let status_width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
-    let title_width = rows
-        .iter()
-        .map(|r| r.1.chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let runner_width = rows.iter().map(|r| r.2.len()).max().unwrap_or(6).max(6);
+    let (mut status_width, mut title_width, mut runner_width) = (6, 5, 6);
+    for task in &plan.tasks {
+        let (status, note) = status_label(task, usage);
+        status_width = status_width.max(status.len() + note.len());
+        let (title, cut) = cut_parts(&task.title, MAP_TITLE_CHARS);
+        title_width = title_width.max(chars(title) + usize::from(cut));
+        runner_width = runner_width.max(runner_str(task, plan, default_runner).len());
+    }
     writeln!(out)?;
     writeln!(
         out,
         "{bold}{:>order_width$}  {:<status_width$}  {:<title_width$}  {:<runner_width$}  deps{bold:#}",
         "#", "status", "title", "runner"
     )?;
-    for (task, (status, title, runner, deps)) in plan.tasks.iter().zip(rows) {
+    // Each row is put together in one buffer by hand and written at once: `write!` with
+    // nine padded arguments was most of the cost of rendering a large plan.
+    let mut line = String::with_capacity(256);
+    for task in &plan.tasks {
+        use std::fmt::Write as _;
+        line.clear();
+        let _ = write!(line, "{:>order_width$}  ", task.order);
         let style = status_style(task.status);
-        let title_pad = title_width - title.chars().count();
-        writeln!(
-            out,
-            "{:>order_width$}  {style}{status:<status_width$}{style:#}  {title}{:title_pad$}  {runner:<runner_width$}  {deps}",
-            task.order, ""
-        )?;
+        if styled {
+            let _ = write!(line, "{}", style.render());
+        }
+        let (status, note) = status_label(task, usage);
+        line.push_str(status);
+        line.push_str(note);
+        pad(&mut line, status_width - status.len() - note.len());
+        if styled {
+            let _ = write!(line, "{}", style.render_reset());
+        }
+        line.push_str("  ");
+        let (title, cut) = cut_parts(&task.title, MAP_TITLE_CHARS);
+        line.push_str(title);
+        if cut {
+            line.push('…');
+        }
+        pad(&mut line, title_width - chars(title) - usize::from(cut));
+        line.push_str("  ");
+        let runner = runner_str(task, plan, default_runner);
+        line.push_str(runner);
+        pad(&mut line, runner_width - runner.len());
+        line.push_str("  ");
+        if task.dependencies.is_empty() {
+            line.push('-');
+        }
+        for (index, dependency) in task.dependencies.iter().enumerate() {
+            if index > 0 {
+                line.push(',');
+            }
+            match order_of.get(dependency.as_str()) {
+                Some(order) => {
+                    let _ = write!(line, "{order}");
+                }
+                None => line.push_str(dependency),
+            }
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
     let mut notes = Vec::new();
     let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
@@ -345,4 +413,90 @@ pub fn warnings(warnings: &[Warning]) {
 /// A note for the person (stderr), never data.
 pub fn note(text: &str) {
     let _ = writeln!(anstream::stderr().lock(), "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::{Landing, Task, TaskStatus};
+
+    fn task(id: &str, title: &str, status: TaskStatus) -> Task {
+        let mut task = Task::new(id, title);
+        task.status = status;
+        task
+    }
+
+    /// A plan that touches every branch of a row: every coloured status, hold, a landing
+    /// with no changes, titles cut by length and by line, non-ASCII titles and a
+    /// dependency the plan does not have.
+    fn varied_plan() -> (Plan, HashMap<String, TaskUsage>) {
+        let mut tasks = vec![
+            task("a", "Plain title", TaskStatus::Completed),
+            task("b", &"long title ".repeat(9), TaskStatus::Failed),
+            task("c", "first line\nsecond line", TaskStatus::InProgress),
+            task("d", "Ünïcödé «title» — with dashes", TaskStatus::Blocked),
+            task("e", &"é".repeat(61), TaskStatus::Interrupted),
+            task("f", "held", TaskStatus::Pending),
+            task("g", "no changes", TaskStatus::Completed),
+            task("h", "ops", TaskStatus::Conflicted),
+        ];
+        tasks[5].hold = true;
+        tasks[1].dependencies = vec!["a".into()];
+        tasks[3].dependencies = vec!["c".into(), "a".into(), "ghost".into()];
+        tasks[7].kind = TaskKind::Ops;
+        tasks[6].runner = Some("codex".into());
+        let plan = Plan {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            goal: "a goal".into(),
+            status: PlanStatus::Running,
+            created_at: 0,
+            updated_at: 0,
+            runner: None,
+            revision: 1,
+            tasks,
+        };
+        let mut plan = plan;
+        plan.renumber();
+        let usage = HashMap::from([(
+            "g".to_owned(),
+            TaskUsage {
+                attempts: 1,
+                landing: Some(Landing::NoChanges),
+                ..TaskUsage::default()
+            },
+        )]);
+        (plan, usage)
+    }
+
+    #[test]
+    fn the_plain_map_is_the_styled_map_without_its_escape_codes() {
+        let (plan, usage) = varied_plan();
+        let mut styled = Vec::new();
+        plan_map(&mut styled, &plan, "claude-code", &usage).unwrap();
+        let mut plain = Vec::new();
+        plan_map_styled(&mut plain, &plan, "claude-code", &usage, false).unwrap();
+        let styled = String::from_utf8(styled).unwrap();
+        assert!(styled.contains('\u{1b}'), "the styled map has colour");
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains('\u{1b}'));
+        assert_eq!(anstream::adapter::strip_str(&styled).to_string(), plain);
+        assert!(plain.contains("pending (held)"), "{plain}");
+        assert!(plain.contains("completed (no changes)"), "{plain}");
+        assert!(plain.contains("first line…"), "{plain}");
+        assert!(plain.contains(&format!("{}…", "é".repeat(60))), "{plain}");
+        assert!(plain.contains("3,1,ghost\n"), "{plain}");
+    }
+
+    #[test]
+    fn cut_keeps_the_first_line_and_at_most_the_characters_allowed() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("exactly10!", 10), "exactly10!");
+        assert_eq!(cut("eleven char", 10), "eleven cha…");
+        assert_eq!(cut("ééééé", 4), "éééé…");
+        assert_eq!(cut("ééééé", 5), "ééééé");
+        assert_eq!(cut("one\ntwo", 10), "one…");
+        assert_eq!(cut("trailing\n", 10), "trailing");
+        assert_eq!(cut("", 0), "");
+        assert_eq!(cut("x", 0), "…");
+    }
 }

@@ -106,6 +106,29 @@ pub fn report_lines(lines: &[String], json: bool) -> CliResult {
     stdout(&text)
 }
 
+/// Print a plan map on stdout. Where colour would be stripped (not a terminal,
+/// `NO_COLOR`), the map is rendered without it and written through a buffer, not
+/// filtered: the same bytes, without scanning a large plan's map for escape codes.
+pub fn print_plan_map(
+    plan: &weft_core::Plan,
+    default_runner: &str,
+    usage: &std::collections::HashMap<String, crate::render::TaskUsage>,
+) -> CliResult {
+    let raw = std::io::stdout();
+    if anstream::AutoStream::choice(&raw) != anstream::ColorChoice::Never {
+        return stdout(&styled(|out| {
+            crate::render::plan_map(out, plan, default_runner, usage)
+        }));
+    }
+    let mut out = std::io::BufWriter::new(raw.lock());
+    match crate::render::plan_map_styled(&mut out, plan, default_runner, usage, false)
+        .and_then(|()| out.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Render into a buffer with colour codes that anstream strips when it should.
 pub fn styled(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
     let mut buffer = Vec::new();

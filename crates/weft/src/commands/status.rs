@@ -9,7 +9,7 @@ use weft_core::Plan;
 use weft_store::Store;
 
 use crate::cli::Globals;
-use crate::commands::{stdout, styled};
+use crate::commands::{print_plan_map, stdout, styled};
 use crate::context::Ctx;
 use crate::error::CliResult;
 use crate::render::{TaskUsage, plan_json, plan_map, usage_by_task};
@@ -32,7 +32,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     if args.watch {
         return watch(&store, &plan_id, default_runner);
     }
-    let plan = store.plan(&plan_id)?;
+    // The outline: everything the map and the JSON show, without the prompts.
+    let plan = store.plan_outline(&plan_id)?;
     let usage = usage_by_task(&store.attempts_of_plan(&plan_id)?);
     if args.json {
         // JSON carries no colour: write it straight out, not through the colour filter.
@@ -46,7 +47,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             _ => Ok(()),
         }
     } else {
-        stdout(&map_text(&plan, default_runner, &usage))
+        print_plan_map(&plan, default_runner, &usage)
     }
 }
 
@@ -62,7 +63,7 @@ fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
         let running = weft_engine::control::engine_running(store, plan_id)?;
         if seq != seen {
             seen = seq;
-            let plan = store.plan(plan_id)?;
+            let plan = store.plan_outline(plan_id)?;
             let usage = usage_by_task(&store.attempts_of_plan(plan_id)?);
             let mut text = String::new();
             if terminal {

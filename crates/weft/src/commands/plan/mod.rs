@@ -15,10 +15,10 @@ use weft_core::{Plan, PlanStatus, WorkflowFile, WorkflowFormat};
 use weft_store::PlanDraft;
 
 use crate::cli::Globals;
-use crate::commands::{JsonArg, print_json, stdout, styled};
+use crate::commands::{JsonArg, print_json, print_plan_map};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_json, plan_map, warnings};
+use crate::render::{note, plan_json, warnings};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -123,7 +123,5 @@ pub fn print_plan(plan: &Plan, default_runner: &str, output: JsonArg) -> CliResu
     if output.json {
         return print_json(&plan_json(plan, default_runner, &Default::default()));
     }
-    stdout(&styled(|out| {
-        plan_map(out, plan, default_runner, &Default::default())
-    }))
+    print_plan_map(plan, default_runner, &Default::default())
 }
