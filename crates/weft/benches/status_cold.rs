@@ -1,13 +1,15 @@
-//! Cold-process benchmark of `weft status`: how long a person (or a script) waits for the
-//! plan map of a large plan, counting everything a fresh `weft` process does — exec,
-//! dynamic loading, argument parsing, settings, opening the SQLite store, loading every
-//! task and rendering.
+//! Cold-process benchmark of `weft status` and of importing a plan: how long a person
+//! (or a script) waits for the plan map of a large plan, counting everything a fresh
+//! `weft` process does — exec, dynamic loading, argument parsing, settings, opening the
+//! SQLite store, loading every task and rendering — and how long `weft plan --file` takes
+//! to store a large workflow file.
 //!
-//! For each plan size it builds a hermetic workspace (fresh HOME, no git config), writes
-//! a realistic workflow file, imports it once with `weft plan --file` (timed), then spawns
-//! `weft status --json` and `weft status` repeatedly, reading all of stdout each time.
-//! Timing is reported, never asserted. `WEFT_BENCH_QUICK=1` cuts the repetitions for a
-//! smoke run. See `bench/README.md`.
+//! For each plan size (the curve: 1,000, 3,000, 10,000 and 100,000 tasks) it builds a
+//! hermetic workspace (fresh HOME, no git config), writes a realistic workflow file,
+//! imports it with `weft plan --file` (timed), then spawns `weft status --json` and
+//! `weft status` repeatedly, reading all of stdout each time and checking it. Timing is
+//! reported and judged against the targets, never asserted. `WEFT_BENCH_QUICK=1` cuts
+//! the repetitions for a smoke run. See `bench/README.md`.
 
 #![allow(
     clippy::print_stdout,
@@ -25,123 +27,186 @@ use weft_testkit::Hermetic;
 /// The `weft` binary cargo built for this bench.
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
-/// The goal the figures are judged against.
-const TARGET_TASKS: usize = 1_000;
-const TARGET: Duration = Duration::from_millis(20);
+/// The status target: both forms on a plan this size, median under this.
+const STATUS_TARGET_TASKS: usize = 10_000;
+const STATUS_TARGET: Duration = Duration::from_millis(10);
+/// The import target: `weft plan --file` of a plan this size, median under this.
+const IMPORT_TARGET_TASKS: usize = 100_000;
+const IMPORT_TARGET: Duration = Duration::from_secs(2);
 
 /// One plan size and how often to run each command against it.
 #[derive(Debug, Clone, Copy)]
 struct Size {
     tasks: usize,
+    /// Imports, each into a fresh workspace (status runs on the last one).
+    imports: usize,
     warmup: usize,
     runs: usize,
 }
 
-fn sizes(quick: bool) -> [Size; 2] {
+fn sizes(quick: bool) -> [Size; 4] {
+    let size = |tasks, imports, warmup, runs| Size {
+        tasks,
+        imports,
+        warmup,
+        runs,
+    };
     if quick {
         [
-            Size {
-                tasks: 1_000,
-                warmup: 1,
-                runs: 5,
-            },
-            Size {
-                tasks: 10_000,
-                warmup: 1,
-                runs: 3,
-            },
+            size(1_000, 1, 1, 5),
+            size(3_000, 1, 1, 3),
+            size(10_000, 1, 1, 5),
+            size(100_000, 1, 1, 2),
         ]
     } else {
         [
-            Size {
-                tasks: 1_000,
-                warmup: 5,
-                runs: 31,
-            },
-            Size {
-                tasks: 10_000,
-                warmup: 5,
-                runs: 15,
-            },
+            size(1_000, 3, 5, 31),
+            size(3_000, 3, 5, 21),
+            size(10_000, 3, 5, 21),
+            size(100_000, 3, 2, 7),
         ]
     }
+}
+
+/// What one size measured.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    tasks: usize,
+    import: Stats,
+    json: Stats,
+    text: Stats,
 }
 
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
     let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
     println!(
-        "weft status, cold process{}  (binary: {WEFT})",
+        "weft status and plan --file, cold process{}  (binary: {WEFT})",
         if quick { "  [WEFT_BENCH_QUICK]" } else { "" }
     );
 
     let floor = process_floor(if quick { 5 } else { 31 });
     println!(
-        "process floor: weft --version        median {}  min {}  p90 {}",
+        "process floor: weft --version           median {}  min {}  p90 {}",
         ms(floor.median),
         ms(floor.min),
         ms(floor.p90)
     );
 
-    let mut headline = None;
+    let mut curve = Vec::new();
     for size in sizes(quick) {
+        let figures = measure_size(size);
+        curve.push(figures);
+    }
+
+    println!("curve (medians; per task after the process floor):");
+    for f in &curve {
+        let per_task = |d: Duration| {
+            format!(
+                "{:.2} µs",
+                d.saturating_sub(floor.median).as_secs_f64() * 1e6 / f.tasks as f64
+            )
+        };
+        println!(
+            "  {:>7} tasks   plan --file {:>9} ({:>8}/task)   status --json {:>8} ({:>8}/task)   status {:>8} ({:>8}/task)",
+            thousands(f.tasks),
+            ms(f.import.median),
+            per_task(f.import.median),
+            ms(f.json.median),
+            per_task(f.json.median),
+            ms(f.text.median),
+            per_task(f.text.median),
+        );
+    }
+
+    for f in &curve {
+        if f.tasks == STATUS_TARGET_TASKS {
+            for (name, stats) in [("status --json", f.json), ("status", f.text)] {
+                judge(
+                    &format!("{name} on {} tasks", thousands(f.tasks)),
+                    STATUS_TARGET,
+                    stats.median,
+                );
+            }
+        }
+        if f.tasks == IMPORT_TARGET_TASKS {
+            judge(
+                &format!("plan --file of {} tasks", thousands(f.tasks)),
+                IMPORT_TARGET,
+                f.import.median,
+            );
+        }
+    }
+}
+
+fn judge(what: &str, target: Duration, median: Duration) {
+    let verdict = if median < target { "holds" } else { "MISSED" };
+    println!(
+        "target: {what} under {} — median {} → {verdict}",
+        ms(target),
+        ms(median)
+    );
+}
+
+/// Import a plan of `size.tasks` tasks (each time into a fresh workspace), then time both
+/// forms of `weft status` on the last one.
+fn measure_size(size: Size) -> Figures {
+    let text = workflow_toml(size.tasks);
+    let mut imports = Vec::with_capacity(size.imports);
+    let mut last = None;
+    for _ in 0..size.imports {
         let env = Hermetic::new();
         let workspace = env.work();
         run_ok(&env, &["init", path_str(&workspace)]);
-
         let plan_file = env.root().join("plan.toml");
-        fs::write(&plan_file, workflow_toml(size.tasks)).expect("the plan file can be written");
-        let bytes = fs::metadata(&plan_file).map_or(0, |m| m.len());
-
-        let started = Instant::now();
-        run_ok(&env, &["plan", "--file", path_str(&plan_file)]);
-        let import = started.elapsed();
-        println!(
-            "plan --file       {:>6} tasks  {} ({} KiB TOML, once)",
-            size.tasks,
-            ms(import),
-            bytes / 1024
-        );
-
-        let json = measure(&env, &["status", "--json"], size, |out| {
-            check_json(out, size.tasks)
-        });
-        println!(
-            "status --json     {:>6} tasks  median {}  min {}  p90 {}  ({} runs)",
-            size.tasks,
-            ms(json.median),
-            ms(json.min),
-            ms(json.p90),
-            size.runs
-        );
-        let text = measure(&env, &["status"], size, |out| check_text(out, size.tasks));
-        println!(
-            "status (map)      {:>6} tasks  median {}  min {}  p90 {}  ({} runs)",
-            size.tasks,
-            ms(text.median),
-            ms(text.min),
-            ms(text.p90),
-            size.runs
-        );
-        if size.tasks == TARGET_TASKS {
-            headline = Some((json, text));
+        fs::write(&plan_file, &text).expect("the plan file can be written");
+        let (elapsed, stdout) = timed_run(&env, &["plan", "--file", path_str(&plan_file)]);
+        if let Err(problem) = check_text(&stdout, size.tasks) {
+            panic!("weft plan --file: unexpected output: {problem}");
         }
+        imports.push(elapsed);
+        last = Some(env);
     }
+    let env = last.expect("at least one import");
+    let import = Stats::of(imports.clone());
+    println!(
+        "plan --file       {:>7} tasks  median {}  min {}  ({} KiB TOML; runs: {})",
+        thousands(size.tasks),
+        ms(import.median),
+        ms(import.min),
+        text.len() / 1024,
+        imports
+            .iter()
+            .map(|d| ms(*d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
-    if let Some((json, text)) = headline {
-        for (name, stats) in [("status --json", json), ("status", text)] {
-            let verdict = if stats.median < TARGET {
-                "holds"
-            } else {
-                "MISSED"
-            };
-            println!(
-                "target: under {} ms for {} tasks — {name}: median {} → {verdict}",
-                TARGET.as_millis(),
-                thousands(TARGET_TASKS),
-                ms(stats.median)
-            );
-        }
+    let json = measure(&env, &["status", "--json"], size, |out| {
+        check_json(out, size.tasks)
+    });
+    println!(
+        "status --json     {:>7} tasks  median {}  min {}  p90 {}  ({} runs)",
+        thousands(size.tasks),
+        ms(json.median),
+        ms(json.min),
+        ms(json.p90),
+        size.runs
+    );
+    let text = measure(&env, &["status"], size, |out| check_text(out, size.tasks));
+    println!(
+        "status (map)      {:>7} tasks  median {}  min {}  p90 {}  ({} runs)",
+        thousands(size.tasks),
+        ms(text.median),
+        ms(text.min),
+        ms(text.p90),
+        size.runs
+    );
+    Figures {
+        tasks: size.tasks,
+        import,
+        json,
+        text,
     }
 }
 
