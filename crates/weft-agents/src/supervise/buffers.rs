@@ -6,132 +6,52 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memchr::memmem;
+use weft_core::secrets::StreamMasker;
 
 /// What a masked secret is replaced with.
-pub(crate) const MASK: &str = "****";
+pub(crate) use weft_core::secrets::MASK;
 
-/// Secrets shorter than this are not masked: they would mask ordinary text (an env value
-/// like `MAX_TOKENS=8` is not a secret worth hiding every `8` for).
-pub const MIN_SECRET_LEN: usize = 4;
+/// Known secret values shorter than this are not masked (see [`weft_core::secrets`]).
+pub use weft_core::secrets::MIN_SECRET_LEN;
 
-/// The values to hide, deduplicated, longest first.
+/// The masker of one attempt: its known secret values (deduplicated, longest first, short
+/// ones dropped) and every shape weft masks ([`weft_core::secrets::Masker`]).
 #[derive(Debug, Default)]
 pub(crate) struct Secrets {
-    list: Vec<Vec<u8>>,
+    masker: weft_core::secrets::Masker,
 }
 
 impl Secrets {
     pub(crate) fn new(values: &[String]) -> Self {
-        let mut list: Vec<Vec<u8>> = values
-            .iter()
-            .filter(|v| v.len() >= MIN_SECRET_LEN)
-            .map(|v| v.as_bytes().to_vec())
-            .collect();
-        list.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        list.dedup();
-        Self { list }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// Every occurrence of every secret in `buf`, merged into sorted, disjoint intervals.
-    fn intervals(&self, buf: &[u8]) -> Vec<(usize, usize)> {
-        let mut found: Vec<(usize, usize)> = Vec::new();
-        for secret in &self.list {
-            found.extend(memmem::find_iter(buf, secret).map(|at| (at, at + secret.len())));
+        Self {
+            masker: weft_core::secrets::Masker::new(values),
         }
-        if found.len() > 1 {
-            found.sort_unstable();
-        }
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(found.len());
-        for (start, end) in found {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
-            }
-        }
-        merged
-    }
-
-    /// The length of the longest suffix of `buf` that is a proper prefix of a secret: the
-    /// bytes that might become a secret once more output arrives.
-    fn pending_prefix(&self, buf: &[u8]) -> usize {
-        let mut best = 0;
-        for secret in &self.list {
-            let longest = (secret.len() - 1).min(buf.len());
-            for len in (best + 1..=longest).rev() {
-                if buf.ends_with(&secret[..len]) {
-                    best = len;
-                    break;
-                }
-            }
-        }
-        best
-    }
-
-    /// Appends `buf[..end]` to `out` with the given intervals (all within `..end`) masked.
-    fn write_masked(buf: &[u8], end: usize, intervals: &[(usize, usize)], out: &mut Vec<u8>) {
-        let mut at = 0;
-        for &(start, stop) in intervals.iter().take_while(|iv| iv.1 <= end) {
-            out.extend_from_slice(&buf[at..start]);
-            out.extend_from_slice(MASK.as_bytes());
-            at = stop;
-        }
-        out.extend_from_slice(&buf[at..end]);
     }
 
     /// `text` with every secret masked.
     pub(crate) fn mask_str(&self, text: &str) -> String {
-        if self.list.is_empty() {
-            return text.to_owned();
-        }
-        let intervals = self.intervals(text.as_bytes());
-        if intervals.is_empty() {
-            return text.to_owned();
-        }
-        let mut out = Vec::with_capacity(text.len());
-        Self::write_masked(text.as_bytes(), text.len(), &intervals, &mut out);
-        // Whole secrets (valid UTF-8) were replaced by ASCII, so this cannot fail; stay
-        // lossy rather than panic all the same.
-        String::from_utf8(out)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        self.masker.mask(text).into_owned()
     }
 }
 
-/// Masks secrets in a byte stream that arrives in arbitrary chunks: a secret split across
-/// two chunks is still masked. Holds back only the bytes that could be the start of a
-/// secret (fewer than the longest secret), so ordinary output passes straight through.
+/// Masks secrets in a byte stream that arrives in arbitrary chunks: a secret or a secret
+/// shape split across two chunks is still masked. Holds back only the bytes that could
+/// still become part of a mask (at most [`weft_core::secrets::Masker::hold_bound`] bytes,
+/// see [`weft_core::secrets`] for what happens to a longer candidate), so ordinary output
+/// passes straight through.
 #[derive(Debug, Default)]
 pub(crate) struct Masker {
-    carry: Vec<u8>,
+    stream: StreamMasker,
 }
 
 impl Masker {
     pub(crate) fn push(&mut self, secrets: &Secrets, chunk: &[u8], out: &mut Vec<u8>) {
-        if secrets.is_empty() {
-            out.extend_from_slice(chunk);
-            return;
-        }
-        self.carry.extend_from_slice(chunk);
-        let intervals = secrets.intervals(&self.carry);
-        let mut split = self.carry.len() - secrets.pending_prefix(&self.carry);
-        // Never split inside a found secret: it goes out whole (masked) with what follows.
-        // Intervals are disjoint, so one can contain `split` at most.
-        if let Some(&(start, _)) = intervals.iter().find(|iv| iv.0 < split && split < iv.1) {
-            split = start;
-        }
-        Secrets::write_masked(&self.carry, split, &intervals, out);
-        self.carry.drain(..split);
+        self.stream.push(&secrets.masker, chunk, out);
     }
 
     /// The held-back bytes, masked, at end of stream.
     pub(crate) fn finish(&mut self, secrets: &Secrets, out: &mut Vec<u8>) {
-        let intervals = secrets.intervals(&self.carry);
-        Secrets::write_masked(&self.carry, self.carry.len(), &intervals, out);
-        self.carry = Vec::new();
+        self.stream.finish(&secrets.masker, out);
     }
 }
 
@@ -435,6 +355,25 @@ mod tests {
             "short secrets ignored"
         );
         assert_eq!(mask_chunks(&[], &[b"plain"]), "plain");
+    }
+
+    #[test]
+    fn masks_secret_shapes_across_chunks() {
+        let token = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+        let (a, b) = token.split_at(9);
+        assert_eq!(
+            mask_chunks(
+                &[],
+                &[
+                    b"DATABASE_URL=postgres://admin:p",
+                    b"w@db/x ",
+                    a.as_bytes(),
+                    b.as_bytes(),
+                    b"\n"
+                ]
+            ),
+            "DATABASE_URL=postgres://admin:****@db/x ghp_****\n"
+        );
     }
 
     #[test]

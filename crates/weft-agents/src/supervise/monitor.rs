@@ -387,15 +387,11 @@ impl Monitor {
             self.pipes[index].scanner = None;
             self.saw_marker(view.as_str(), now);
         }
-        if self.secrets.is_empty() {
-            self.emit_bytes(stream, bytes, now);
-        } else {
-            let mut masked = Vec::with_capacity(bytes.len());
-            self.pipes[index]
-                .masker
-                .push(&self.secrets, bytes, &mut masked);
-            self.emit_bytes(stream, &masked, now);
-        }
+        let mut masked = Vec::with_capacity(bytes.len());
+        self.pipes[index]
+            .masker
+            .push(&self.secrets, bytes, &mut masked);
+        self.emit_bytes(stream, &masked, now);
     }
 
     fn flush_scanner(&mut self, index: usize, now: Instant) {
@@ -764,9 +760,6 @@ fn mask_strings(value: &mut serde_json::Value, secrets: &Secrets) -> bool {
 }
 
 fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
-    if secrets.is_empty() {
-        return event;
-    }
     let m = |s: String| secrets.mask_str(&s);
     match event {
         AgentEvent::Session { id } => AgentEvent::Session { id: m(id) },
