@@ -14,6 +14,7 @@ pub mod refs;
 pub mod schedule;
 pub mod secrets;
 pub mod slug;
+pub mod terminal;
 pub mod validate;
 pub mod verdict;
 pub mod workflow;
