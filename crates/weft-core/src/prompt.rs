@@ -8,6 +8,9 @@
 //! 3. `## Your task` and the task prompt, or for a resumed session a continuation reminder;
 //! 4. the marker instruction, when the runner receives a marker.
 //!
+//! A repair attempt ([`compose_repair`]) gets the [`repair_note`] between its task and the
+//! marker instruction.
+//!
 //! Everything carried from other tasks (their titles, review notes and output) goes through
 //! [`defuse`]. The task's own prompt is the plan's text and is passed as written.
 
@@ -120,6 +123,35 @@ pub fn compose(plan: &Plan, index: usize, marker: Option<&Marker>, resumed: bool
     let mut prompt = sections.join("\n\n");
     prompt.push('\n');
     prompt
+}
+
+/// The prompt of a repair attempt: [`compose`] without the marker instruction, then the
+/// `note` ([`repair_note`]) on the next line, then the marker instruction. Ends with a
+/// newline.
+pub fn compose_repair(plan: &Plan, index: usize, marker: &Marker, note: &str) -> String {
+    format!(
+        "{}\n{note}\n\n{}\n",
+        compose(plan, index, None, false).trim_end(),
+        marker.instruction()
+    )
+}
+
+/// What a repair attempt is told: its earlier work on `branch` could not land and has been
+/// merged into its folder, conflicting in `files` (named when known), and how to resolve
+/// it.
+pub fn repair_note(branch: &str, files: &[String]) -> String {
+    let files = if files.is_empty() {
+        "the merged files".to_owned()
+    } else {
+        files.join(", ")
+    };
+    format!(
+        "## Repair\n\nThis is a repair attempt. Your earlier work on this task (branch \
+         {branch}) could not land: it conflicts with work that landed meanwhile. It has been \
+         merged into this folder; resolve the conflicts in {files} so that both sides' intent \
+         survives, and remove every conflict marker (`<<<<<<<`, `=======`, `>>>>>>>`). The \
+         merge is in progress: just edit the files; weft commits them."
+    )
 }
 
 /// The reminder a resumed session gets instead of its prompt.
@@ -646,6 +678,35 @@ mod tests {
                 marker.instruction()
             )
         );
+    }
+
+    #[test]
+    fn a_repair_attempt_is_told_its_branch_and_files_before_the_marker_instruction() {
+        let p = three();
+        let marker = Marker::from_id("0123456789abcdef").unwrap();
+        let files = vec!["src/a.rs".to_owned(), "src/b.rs".to_owned()];
+        let note = repair_note("weft/r/2-wire", &files);
+        assert_eq!(
+            note,
+            "## Repair\n\nThis is a repair attempt. Your earlier work on this task (branch \
+             weft/r/2-wire) could not land: it conflicts with work that landed meanwhile. It \
+             has been merged into this folder; resolve the conflicts in src/a.rs, src/b.rs so \
+             that both sides' intent survives, and remove every conflict marker (`<<<<<<<`, \
+             `=======`, `>>>>>>>`). The merge is in progress: just edit the files; weft \
+             commits them."
+        );
+        assert!(repair_note("b", &[]).contains("resolve the conflicts in the merged files so"));
+        let prompt = compose_repair(&p, 1, &marker, &note);
+        assert_eq!(
+            prompt,
+            format!(
+                "{}\n{note}\n\n{}\n",
+                compose(&p, 1, None, false).trim_end(),
+                marker.instruction()
+            )
+        );
+        assert!(prompt.contains("Do thing 2.\n## Repair\n\nThis is a repair attempt."));
+        assert_eq!(prompt.matches(&marker.instruction()).count(), 1);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest};
 use weft_agents::supervise::{Canceller, Outcome, SuperviseOptions, SupervisorEvent};
 use weft_agents::transcript::{Found, Locator, Query, Store, find as find_transcript};
 use weft_core::marker::Marker;
-use weft_core::prompt::compose;
+use weft_core::prompt::{compose, compose_repair};
 use weft_core::verdict::{CheckRun, Evidence, Judgement, judge};
 use weft_core::{Plan, TaskKind, Verdict};
 
@@ -169,11 +169,7 @@ pub fn plan_launch(
         // A runner that is not an agent (exec) runs the task's own text, not a briefing.
         TaskKind::Ai if !manifest.marker() => task.prompt.clone(),
         TaskKind::Ai => match (repair_note, marker.as_ref()) {
-            (Some(note), Some(marker)) => format!(
-                "{}\n{note}\n\n{}\n",
-                compose(plan, index, None, false).trim_end(),
-                marker.instruction()
-            ),
+            (Some(note), Some(marker)) => compose_repair(plan, index, marker, note),
             _ => compose(plan, index, marker.as_ref(), false),
         },
     };

@@ -5,6 +5,11 @@
 //! threads, judges it by evidence, and writes every state change to the store, where any
 //! other weft process can read it and leave control requests. It never prints: front ends
 //! receive [`EngineEvent`]s and render them.
+//!
+//! It is also the front ends' only way to the agents and to git: [`runners`] (manifests,
+//! availability), [`transcripts`] (an attempt's transcript after the fact), [`preview`]
+//! (what a task would be handed) and [`repository`] (a new repository for `weft demo`)
+//! return typed data, and the front end writes the English.
 
 mod approvals;
 mod attempt;
@@ -16,6 +21,9 @@ pub mod handoff;
 mod isolation;
 pub mod planning;
 pub mod preview;
+pub mod repository;
+pub mod runners;
+pub mod transcripts;
 pub use weft_core::secrets;
 
 use std::path::PathBuf;

@@ -131,6 +131,15 @@ impl Git {
         Repo::open_with(self, path)
     }
 
+    /// Make `dir` (an existing folder) a new repository (`git init`, the branch named
+    /// by `init.defaultBranch`) and open it. A folder that already is one is
+    /// re-initialized, as git does, which changes nothing in its history.
+    pub fn init(&self, dir: impl AsRef<Path>) -> Result<Repo, GitError> {
+        let dir = dir.as_ref();
+        Call::new(self, dir).args(["init", "--quiet"]).run()?;
+        self.open(dir)
+    }
+
     /// The installed git's version (`git --version`).
     pub fn version(&self) -> Result<GitVersion, GitError> {
         let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));

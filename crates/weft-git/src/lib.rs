@@ -8,6 +8,7 @@
 //!
 //! - [`Git`]: which git to run and with which environment. Production code uses
 //!   [`Git::new`]; tests pass a hermetic environment (`Git::new().env_clear().envs(..)`).
+//!   [`Git::init`] makes a new repository (`weft demo`).
 //! - [`Repo`]: one working tree (a main checkout or a linked worktree). Its methods cover:
 //!   - state: [`Repo::head`], [`Repo::tracked_changes`], [`Repo::has_submodules`],
 //!     [`Repo::stash_push`] / [`Repo::stash_restore`] (`weft run --stash`);

@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use weft_agents::manifest::{ManifestError, Registry};
 use weft_core::Timestamp;
 use weft_engine::EngineConfig;
+use weft_engine::runners::{ManifestError, Registry};
+use weft_engine::transcripts::Locator;
 use weft_store::{OpenOptions, Store};
 
 use crate::cli::Globals;
@@ -131,7 +132,7 @@ impl Ctx {
     pub fn registry(&self) -> (Registry, Vec<ManifestError>) {
         let workspace_dir = self.workspace.state_dir().join("runners");
         let user_dir = self.user_config_dir.as_ref().map(|d| d.join("runners"));
-        Registry::load(Some(&workspace_dir), user_dir.as_deref())
+        weft_engine::runners::load(&workspace_dir, user_dir.as_deref())
     }
 
     /// The names of every runner with a readable manifest.
@@ -196,13 +197,13 @@ impl Ctx {
 }
 
 /// Where the agent CLIs keep their transcripts, from the environment.
-pub fn transcript_locator() -> weft_agents::transcript::Locator {
+pub fn transcript_locator() -> Locator {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    weft_agents::transcript::Locator {
+    Locator {
         home: var("HOME"),
         claude_config_dir: var("CLAUDE_CONFIG_DIR"),
         codex_home: var("CODEX_HOME"),

@@ -18,18 +18,6 @@ use crate::attempt::{
 use crate::executor::{Folder, Place};
 use crate::isolation::Cut;
 
-/// What the repair agent is told, before the marker paragraph.
-fn repair_note(branch: &str, files: &[String]) -> String {
-    format!(
-        "## Repair\n\nThis is a repair attempt. Your earlier work on this task (branch {branch}) could not land: it conflicts with work that landed meanwhile. It has been merged into this folder; resolve the conflicts in {} so that both sides' intent survives, and remove every conflict marker (`<<<<<<<`, `=======`, `>>>>>>>`). The merge is in progress: just edit the files; weft commits them.",
-        if files.is_empty() {
-            "the merged files".to_owned()
-        } else {
-            files.join(", ")
-        }
-    )
-}
-
 /// A new attempt's ids.
 struct Ids {
     attempt: String,
@@ -107,7 +95,7 @@ impl RunLoop<'_> {
                     repair_of: Some(b), ..
                 },
                 Some(files),
-            ) => Some(repair_note(b, files)),
+            ) => Some(weft_core::prompt::repair_note(b, files)),
             _ => None,
         };
         let launch = plan_launch(

@@ -25,6 +25,28 @@ fn a_missing_git_program_is_a_spawn_error() {
 }
 
 #[test]
+fn init_makes_an_empty_repository_whose_first_commit_takes_everything_in_it() {
+    let fx = Fixture::new();
+    let dir = fx.env.root().join("fresh");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("README.md"), "# fresh\n").unwrap();
+    let repo = fx.git().init(&dir).unwrap();
+    assert_eq!(repo.root(), dir.canonicalize().unwrap());
+    assert!(matches!(repo.head().unwrap(), Head::Unborn { .. }));
+    let commit = repo.commit_all("first", &[] as &[&str]).unwrap();
+    assert!(commit.is_some(), "README.md was committed");
+    assert_eq!(fx.run_in(&dir, &["ls-files"]), "README.md\n");
+}
+
+#[test]
+fn init_of_a_missing_folder_names_it() {
+    let fx = Fixture::new();
+    let dir = fx.env.root().join("missing");
+    let error = fx.git().init(&dir).unwrap_err();
+    assert!(error.to_string().contains("missing"), "{error}");
+}
+
+#[test]
 fn open_finds_the_root_from_a_subfolder() {
     let fx = Fixture::new();
     let sub = fx.path().join("a/b");

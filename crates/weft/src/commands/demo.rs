@@ -2,7 +2,6 @@
 //! which uses the `exec` runner so no agent CLI is needed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use fs_err as fs;
 use weft_core::{PlanStatus, WorkflowFile, WorkflowFormat};
@@ -111,44 +110,13 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     result
 }
 
-/// `git init` with one commit, using the configured identity or weft's own.
+/// A git repository with one commit holding a README, using the configured identity or
+/// weft's own.
 fn create_repository(root: &Path) -> CliResult {
     fs::write(
         root.join("README.md"),
         "# weft demo\n\nA repository made by `weft demo`.\n",
     )?;
-    git(root, &["init", "-q"])?;
-    git(root, &["add", "README.md"])?;
-    let has_identity = Command::new("git")
-        .args(["config", "user.email"])
-        .current_dir(root)
-        .output()
-        .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty());
-    let mut commit: Vec<&str> = Vec::new();
-    if !has_identity {
-        commit.extend(["-c", "user.name=weft", "-c", "user.email=weft@localhost"]);
-    }
-    commit.extend(["commit", "-q", "-m", "weft demo: initial commit"]);
-    git(root, &commit)
-}
-
-fn git(dir: &Path, args: &[&str]) -> CliResult {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| {
-            CliError::new(format!("cannot run git: {e}"))
-                .hint("install git and make sure it is on PATH")
-        })?;
-    if !output.status.success() {
-        return Err(CliError::new(format!(
-            "git {} failed in {}",
-            args.join(" "),
-            dir.display()
-        ))
-        .cause(String::from_utf8_lossy(&output.stderr).trim().to_owned()));
-    }
-    Ok(())
+    weft_engine::repository::create(root, "weft demo: initial commit")
+        .map_err(|e| CliError::from(e).hint("weft demo needs git (2.38 or newer) on PATH"))
 }

@@ -2,11 +2,9 @@
 //! is, how it was chosen, and the final answer extracted from it.
 
 use std::fmt::Write as _;
-use std::time::{Duration, UNIX_EPOCH};
 
-use weft_agents::transcript::opencode::{self, Databases};
-use weft_agents::transcript::{Query, Store, find};
 use weft_core::resolve_task_ref;
+use weft_engine::transcripts::{self, TranscriptLookup};
 
 use crate::cli::Globals;
 use crate::commands::{print_json, stdout};
@@ -39,58 +37,39 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             ))
         })?;
     let (registry, _) = ctx.registry();
-    let transcript_store = registry
-        .get(&attempt.runner)
-        .and_then(|m| m.manifest.transcript())
-        .ok_or_else(|| {
-            CliError::new(format!(
-                "the runner {:?} keeps no transcript weft can read",
-                attempt.runner
-            ))
-            .hint("transcripts are read for claude-code, codex and opencode (manifest key `transcript`)")
-        })?;
-    let started = UNIX_EPOCH
-        + Duration::from_millis(u64::try_from(attempt.started_at).unwrap_or(0))
-        - Duration::from_secs(2);
-    let session = match transcript_store {
-        Store::ClaudeCode => attempt.session_id.clone(),
-        _ => attempt.agent_session_id.clone(),
-    };
-    let cwd = std::path::PathBuf::from(&attempt.cwd);
-    let locator = transcript_locator();
-    let found = find(
-        transcript_store,
-        &locator,
-        &Query {
-            cwd: &cwd,
-            started_at: started,
-            marker: attempt.marker.as_deref(),
-            session_id: session.as_deref(),
-            answer_chars: ctx.settings.answer_chars(),
-        },
+    let lookup = transcripts::of_attempt(
+        &registry,
+        &transcript_locator(),
+        &attempt,
+        ctx.settings.answer_chars(),
     );
+    let found = match lookup {
+        TranscriptLookup::Found(found) => found,
+        TranscriptLookup::NotKept { runner } => {
+            return Err(CliError::new(format!(
+                "the runner {runner:?} keeps no transcript weft can read"
+            ))
+            .hint("transcripts are read for claude-code, codex and opencode (manifest key `transcript`)"));
+        }
+        // With --json, "nothing found" is `null`.
+        TranscriptLookup::Missing { .. } if args.json => return print_json(&None::<()>),
+        TranscriptLookup::Missing { store, in_memory } => {
+            let mut err = CliError::new(format!(
+                "no {store} transcript found for task #{} {:?} (attempt {}, in {})",
+                task.order, task.id, attempt.number, attempt.cwd
+            ));
+            if in_memory {
+                err = err.hint(
+                    "OPENCODE_DB is \":memory:\": OpenCode keeps its sessions in memory only, \
+                     so there is no transcript on disk",
+                );
+            }
+            return Err(err.hint("weft judged it by its captured output instead: `weft log N`"));
+        }
+    };
     if args.json {
         return print_json(&found);
     }
-    let Some(found) = found else {
-        let mut err = CliError::new(format!(
-            "no {} transcript found for task #{} {:?} (attempt {}, in {})",
-            transcript_store.as_str(),
-            task.order,
-            task.id,
-            attempt.number,
-            attempt.cwd
-        ));
-        if transcript_store == Store::Opencode
-            && opencode::databases(&locator) == Databases::InMemory
-        {
-            err = err.hint(
-                "OPENCODE_DB is \":memory:\": OpenCode keeps its sessions in memory only, \
-                 so there is no transcript on disk",
-            );
-        }
-        return Err(err.hint("weft judged it by its captured output instead: `weft log N`"));
-    };
     let mut text = String::new();
     let _ = writeln!(text, "transcript: {}", found.path.display());
     if let Some(id) = &found.session_id {

@@ -10,6 +10,7 @@ mod engine;
 mod help;
 mod isolation;
 mod json;
+mod layering;
 mod plan;
 mod planner;
 mod runner_approvals;

@@ -9,6 +9,7 @@ use weft_engine::planning::{
     self, AgentCliKind, PlannerChoice, PlanningConfig, PlanningError, PlanningOutcome,
     RunnerChoice, Style,
 };
+use weft_engine::runners;
 
 use crate::commands::plan::print_plan;
 use crate::commands::{JsonArg, print_json};
@@ -64,7 +65,7 @@ fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
     // The default runner first: the user is most likely logged into it.
     kinds.sort_by_key(|kind| kind.name() != ctx.settings.runner());
     for kind in kinds {
-        if which(&agent_program(&registry, kind)) {
+        if which(&runners::planner_program(&registry, kind)) {
             return Ok(PlannerChoice::Agent(kind));
         }
     }
@@ -75,18 +76,9 @@ fn choose_planner(ctx: &Ctx, asked: Option<&str>) -> CliResult<PlannerChoice> {
     )
 }
 
-/// Whether `program` can be started: the runners' own preflight lookup (a path, or an
-/// executable on PATH).
+/// Whether `program` can be started (a path, or an executable on PATH).
 fn which(program: &str) -> bool {
-    weft_agents::preflight::resolve_program(program, std::env::var_os("PATH").as_deref()).is_ok()
-}
-
-/// The command an agent-CLI planner starts: its runner manifest's, else the CLI's name.
-fn agent_program(registry: &weft_agents::manifest::Registry, kind: AgentCliKind) -> String {
-    registry
-        .get(kind.name())
-        .map(|m| m.manifest.command().to_owned())
-        .unwrap_or_else(|| kind.default_program().to_owned())
+    runners::program_available(program, std::env::var_os("PATH").as_deref())
 }
 
 /// Resolve the planning settings from the flags, the settings and the environment.
@@ -95,7 +87,7 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
     let (registry, _) = ctx.registry();
     let mut config = PlanningConfig::new(ctx.workspace.root.clone(), choice.clone(), style);
     if let PlannerChoice::Agent(kind) = &choice {
-        let program = agent_program(&registry, *kind);
+        let program = runners::planner_program(&registry, *kind);
         // The comparable tool's preflight: presence, not health (a lapsed login shows up
         // as the CLI's own error on the first turn).
         if !which(&program) {
@@ -121,9 +113,7 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
         .iter()
         .map(|name| RunnerChoice {
             name: name.clone(),
-            available: registry
-                .get(name)
-                .is_some_and(|m| which(m.manifest.command())),
+            available: runners::runner_program(&registry, name).is_some_and(which),
         })
         .collect();
     config.default_runner = Some(ctx.settings.runner().to_owned());
