@@ -8,7 +8,9 @@
 //! - **flattened**: the bytes with every ANSI escape sequence removed (CSI, OSC and the other
 //!   string sequences DCS/SOS/PM/APC, two- and three-byte ESC sequences), C0/C1 control
 //!   characters and DEL removed, box-drawing and block characters (U+2500–U+259F) removed,
-//!   and all whitespace and invisible format characters removed (see [`is_invisible`]). So
+//!   and all whitespace and invisible format characters removed: exactly the characters
+//!   [`weft_core::marker::is_ignorable`] names, the set [`weft_core::defuse`] reads past
+//!   (one definition, so defused text cannot match here). So
 //!   `WEFT_DO\x1b[1mNE_…`, a marker wrapped across lines by a TUI, or one drawn inside a
 //!   `│ … │` frame still matches;
 //! - **rendered**: the visible screen of a terminal emulator (`vt100`, default 50 rows ×
@@ -78,6 +80,7 @@
 use std::fmt;
 
 use memchr::memmem::Finder;
+use weft_core::marker::is_ignorable;
 
 /// Input is flattened in blocks of this many bytes; the flattened view's scratch buffer
 /// never grows beyond it (plus the token length).
@@ -309,29 +312,6 @@ pub fn text_contains_marker(text: &str, token: &str) -> Option<View> {
 /// drawing, whitespace and invisible characters removed). Useful to show what was matched.
 pub fn flatten(text: &[u8]) -> Vec<u8> {
     flatten_text(text)
-}
-
-/// Characters the flattened and rendered views drop besides ASCII whitespace and
-/// controls: C1 controls, Unicode whitespace (NBSP, U+1680, U+2000–U+200A, U+2028/9,
-/// U+202F, U+205F, U+3000), invisible format characters (soft hyphen, U+180E, zero-width
-/// space/joiners, direction marks and embeddings, word joiner and invisible operators,
-/// BOM) and box-drawing and block elements (U+2500–U+259F).
-pub fn is_invisible(c: char) -> bool {
-    let cp = u32::from(c);
-    cp < 0x21
-        || matches!(
-            cp,
-            0x7F..=0xA0
-                | 0xAD
-                | 0x1680
-                | 0x180E
-                | 0x2000..=0x200F
-                | 0x2028..=0x202F
-                | 0x205F..=0x2064
-                | 0x2500..=0x259F
-                | 0x3000
-                | 0xFEFF
-        )
 }
 
 fn flatten_text(text: &[u8]) -> Vec<u8> {
@@ -771,7 +751,7 @@ impl Flattener {
                         && b >= 0xC2
                         && let Some((c, len)) = decode_utf8(&input[i..])
                     {
-                        if !is_invisible(c) {
+                        if !is_ignorable(c) {
                             out[o..o + len].copy_from_slice(&input[i..i + len]);
                             o += len;
                         }
@@ -934,7 +914,7 @@ impl Flattener {
                         let invisible = std::str::from_utf8(bytes)
                             .ok()
                             .and_then(|s| s.chars().next())
-                            .is_some_and(is_invisible);
+                            .is_some_and(is_ignorable);
                         if !invisible {
                             for &x in bytes {
                                 out[o] = x;
@@ -1136,9 +1116,7 @@ impl RenderedView {
                     // A wide or combined character: its first visible character, and one
                     // 0xFF (never in a token) for whatever is combined with it. At most
                     // five bytes per cell.
-                    let mut visible = contents
-                        .chars()
-                        .filter(|c| !is_invisible(*c) && !c.is_whitespace());
+                    let mut visible = contents.chars().filter(|c| !is_ignorable(*c));
                     if let Some(c) = visible.next() {
                         let mut utf8 = [0u8; 4];
                         self.buf

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use weft_agents::evidence::{
     MarkerScanner, ScanOptions, View, Views, flatten, text_contains_marker,
 };
+use weft_core::marker::is_ignorable;
 
 const TOKEN: &str = "WEFT_DONE_0123456789abcdef";
 const OTHER: &str = "WEFT_DONE_fedcba9876543210";
@@ -51,12 +52,9 @@ fn naive_flatten(bytes: &[u8]) -> Vec<u8> {
         Str(usize),
         StrEsc,
     }
-    let invisible = |c: char| {
-        c.is_whitespace()
-            || c.is_control()
-            || matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{2064}' | '\u{2500}'..='\u{259f}' | '\u{feff}')
-    };
+    // Which characters are invisible has one definition, weft-core's; what this spells
+    // out independently is the escape parsing and the byte handling.
+    let invisible = is_ignorable;
     let mut out = Vec::new();
     let mut s = S::Ground;
     let mut i = 0;
@@ -659,5 +657,126 @@ proptest! {
         );
         let cuts = splits(bytes.len(), &points);
         prop_assert_eq!(feed_split(TOKEN, Views::ALL, bytes.as_bytes(), &cuts), Some(View::Rendered));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Defused text (weft-core's `defuse`, what a task is handed of another task's output)
+// against every view here.
+
+/// Every character a scan reads past, from weft-core's one definition.
+fn ignorable_chars() -> Vec<char> {
+    (0..=0xFFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| is_ignorable(*c))
+        .collect()
+}
+
+/// What may be inserted into a token: a character a scan reads past, any character at
+/// all, whitespace, or an escape sequence or control that a stripped view drops and a
+/// terminal interprets (colours, titles, hyperlinks, charsets, erasing, cursor moves and
+/// overwrites, saved cursors, openers left unterminated).
+fn inserted() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop::sample::select(ignorable_chars()).prop_map(String::from),
+        1 => any::<char>().prop_map(String::from),
+        1 => prop::sample::select(vec![" ", "\n", "\r\n", "\t", "\u{a0}", "\u{3000}"])
+            .prop_map(str::to_owned),
+        3 => prop::sample::select(vec![
+            "\x1b[0m", "\x1b[1;32m", "\x1b[38;5;208m", "\x1b]0;title\x07",
+            "\x1b]8;;http://x\x1b\\", "\x1b(B", "\x1b#8", "\x1b[2K", "\x1b[3C", "\x1b[2D",
+            "\x1b[5;10H", "\x1b[1G", "\x1b[1@", "\x1b[1P", "\x1b7", "\x1b8", "\x1bM", "\r",
+            "\x08", "\x07", "\x00", "\u{9b}1m", "\x1b", "\x1b[", "\x1b]", "\u{9b}", "\x1bP",
+            "\x1b_", "\x1b\\", "\x18", "\x1bc", "\x1b[2J", "\x1b[r", "\x1b[?25l",
+        ])
+        .prop_map(str::to_owned),
+    ]
+}
+
+/// `token` with up to three insertions after each of its characters but the last.
+fn spliced(token: &'static str) -> impl Strategy<Value = String> {
+    let gaps = token.chars().count() - 1;
+    prop::collection::vec(
+        prop_oneof![4 => Just(Vec::new()), 1 => prop::collection::vec(inserted(), 1..4)],
+        gaps,
+    )
+    .prop_map(move |gaps| {
+        let mut out = String::new();
+        for (n, c) in token.chars().enumerate() {
+            out.push(c);
+            if let Some(gap) = gaps.get(n) {
+                out.extend(gap.iter().map(String::as_str));
+            }
+        }
+        out
+    })
+}
+
+/// Text around the tokens: prose, code, other escapes, anything.
+fn surrounding() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z0-9 ,.:()\n-]{0,24}",
+        "\\PC{0,12}",
+        inserted(),
+        Just(String::new()),
+    ]
+}
+
+proptest! {
+    // Each case builds a terminal emulator for the rendered view.
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// However a marker is spliced with what scans read past (the ignorable characters,
+    /// escape sequences, whitespace, controls, cursor moves) and whatever surrounds it,
+    /// once defused no view finds it: not raw, not flattened, not rendered, fed whole or in
+    /// two chunks; and the flattened view holds no live prefix at all.
+    #[test]
+    fn defused_text_never_matches_the_marker_in_any_view(
+        before in surrounding(),
+        first in spliced(TOKEN),
+        between in surrounding(),
+        second in prop_oneof![Just(String::new()), spliced(TOKEN)],
+        after in surrounding(),
+        cut in any::<usize>(),
+    ) {
+        let text = format!("{before}{first}{between}{second}{after}");
+        let defused = weft_core::defuse(&text);
+        let bytes = defused.as_bytes();
+        prop_assert_eq!(
+            scan_chunks(TOKEN, Views::ALL, &[bytes]), None,
+            "{:?} defused to {:?}", text, defused
+        );
+        let cut = cut % (bytes.len() + 1);
+        prop_assert_eq!(
+            scan_chunks(TOKEN, Views::ALL, &[&bytes[..cut], &bytes[cut..]]), None,
+            "{:?} defused to {:?}, cut at {}", text, defused, cut
+        );
+        prop_assert_eq!(text_contains_marker(&defused, TOKEN), None);
+        prop_assert!(
+            memmem::find(&flatten(bytes), b"WEFT_DONE_").is_none(),
+            "{:?} defused to {:?}", text, defused
+        );
+    }
+
+    /// The same splicing without defusing is found, so the test above is not vacuous: a
+    /// token spliced only with what scans read past matches in the flattened view (ESC
+    /// aside, which starts a sequence that swallows the character after it).
+    #[test]
+    fn a_token_spliced_with_ignorable_characters_is_found(
+        chars in prop::collection::vec(
+            prop::sample::select(ignorable_chars()).prop_filter("not ESC", |&c| c != '\u{1b}'),
+            25,
+        ),
+    ) {
+        let mut text = String::new();
+        for (c, inserted) in TOKEN.chars().zip(chars.iter().chain(std::iter::once(&'x'))) {
+            text.push(c);
+            if c != 'f' {
+                text.push(*inserted);
+            }
+        }
+        prop_assert!(scan_chunks(TOKEN, FLAT, &[text.as_bytes()]).is_some(), "{:?}", text);
+        let defused = weft_core::defuse(&text);
+        prop_assert_eq!(scan_chunks(TOKEN, Views::ALL, &[defused.as_bytes()]), None);
     }
 }

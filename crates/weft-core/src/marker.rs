@@ -94,9 +94,9 @@ impl Marker {
     }
 }
 
-/// The flattened view the scanners read (DESIGN §6): `text` with ANSI escape sequences,
-/// control characters, box-drawing and block glyphs (U+2500–U+259F), zero-width characters
-/// and all whitespace removed.
+/// The flattened view the scanners read (DESIGN §6): `text` with ANSI escape sequences
+/// and every [`is_ignorable`] character (controls, whitespace, box-drawing and block
+/// glyphs, zero-width and other invisible characters) removed.
 pub fn flatten(text: &str) -> String {
     significant(text, Escapes::Strip)
         .iter()
@@ -114,6 +114,10 @@ pub fn flatten(text: &str) -> String {
 ///   `(defused)`.
 /// - A text that starts with the cut-off end of a token (`NE_` + at least 8 hex characters,
 ///   as a tail can begin) is defused the same way.
+/// - A text holding an underscore loses its escape sequences and other terminal controls
+///   (ESC, C1 controls, CAN, SUB, backspaces, carriage returns not followed by a line
+///   feed), so a terminal renders what the linear views read and cannot paint a token
+///   together out of parts.
 ///
 /// Hex that runs on after a gap into a longer word (`WEFT_DONE_ faced`) is left alone, so
 /// ordinary words after a bare prefix survive. The result holds no `WEFT_DONE_` in any view;
@@ -123,15 +127,66 @@ pub fn defuse(text: &str) -> String {
     if !text.contains('_') {
         return text.to_owned();
     }
-    let mut current = text.to_owned();
+    // Plain text first, so every view reads it alike (see `plainify`).
+    let mut current = plainify(text);
     // Each changing pass replaces underscores by hyphens and adds none, so this ends.
     loop {
-        let next = defuse_pass(&defuse_pass(&current, Escapes::Strip), Escapes::Keep);
+        let mut next = current.clone();
+        for escapes in [Escapes::Strip, Escapes::Keep] {
+            next = defuse_pass(&next, escapes);
+        }
         if next == current {
             return next;
         }
         current = next;
     }
+}
+
+/// `text` as plain text: escape sequences (whole, as [`Escapes::Strip`] reads them) and
+/// every ESC, C1 control, CAN and SUB left over removed, and with them what lets a
+/// terminal paint one part of a line over another (backspaces, carriage returns not
+/// followed by a line feed).
+///
+/// Why: the scanners read escapes three ways — raw, their own flattener, and a terminal
+/// emulator whose parser ends, abandons and ignores sequences by its own rules (a DCS runs
+/// on past BEL, a non-ASCII character inside a CSI is skipped, a cursor move paints
+/// `DONE_…` over the `X` of `WEFT_X`). A view that reads a sequence differently from the
+/// passes of [`defuse`] can join a token they never saw. Without escapes and overwrites
+/// every view reads the same thing — the text less its [`is_ignorable`] characters — and
+/// the passes cover that by construction. Only text holding an underscore gets here: a
+/// token needs two, so the rest keeps its escapes.
+fn plainify(text: &str) -> String {
+    if !text.contains(|c: char| {
+        c == '\u{1b}'
+            || c == '\u{8}'
+            || c == '\r'
+            || c == '\u{18}'
+            || c == '\u{1a}'
+            || ('\u{80}'..='\u{9f}').contains(&c)
+    }) {
+        return text.to_owned();
+    }
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let skip = escape_len(&chars, i);
+        if skip > 0 {
+            i += skip;
+            continue;
+        }
+        let ch = chars[i].1;
+        let dropped = match ch {
+            '\u{1b}' | '\u{8}' | '\u{18}' | '\u{1a}' | '\u{80}'..='\u{9f}' => true,
+            '\r' => chars.get(i + 1).map(|&(_, c)| c) != Some('\n'),
+            _ => false,
+        };
+        if !dropped {
+            out.push(ch);
+        }
+        i += 1;
+    }
+    out
 }
 
 /// How escape sequences are read when building a view.
@@ -152,12 +207,59 @@ struct Sig {
     end: usize,
 }
 
-/// Characters no scan sees: whitespace, controls, box drawing and blocks, zero-width marks.
-fn is_ignorable(c: char) -> bool {
-    c.is_whitespace()
-        || c.is_control()
-        || ('\u{2500}'..='\u{259f}').contains(&c)
-        || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
+/// Characters a marker scan does not see: the one definition both sides use — the
+/// scanners (weft-agents' flattened and rendered views drop these, so a marker with them
+/// interleaved still counts) and [`defuse`] and [`flatten`] here (which read past them, so
+/// a token with them interleaved is still defused).
+///
+/// They are: C0 controls and space (U+0000–U+0020), DEL, C1 controls and NBSP
+/// (U+007F–U+00A0), the soft hyphen (U+00AD), U+1680, the Mongolian vowel separator
+/// (U+180E), the Unicode spaces, zero-width space and joiners and the direction marks
+/// (U+2000–U+200F), line and paragraph separators, direction embeddings and overrides and
+/// the narrow NBSP (U+2028–U+202F), the medium mathematical space, word joiner and
+/// invisible operators (U+205F–U+2064), box drawing and block elements (U+2500–U+259F),
+/// the ideographic space (U+3000), the BOM (U+FEFF), the replacement character (U+FFFD),
+/// and every character a terminal draws with no width of its own (combining marks,
+/// variation selectors, other format characters: width 0 by `unicode-width`, the table
+/// the rendered view's emulator uses). Every `char::is_whitespace` and `char::is_control`
+/// character is among them.
+///
+/// Why one set, and why this one: defusing must make matching impossible in every view
+/// the scanner has. A character some view skips but `defuse` reads as text would let
+/// `WEFT_\u{AD}DONE_…` pass `defuse` untouched and then match in that view; so `defuse`
+/// must skip at least what any view skips — the union of what each view drops, not the
+/// intersection. The other way round costs nothing that matters: a character `defuse`
+/// skips but a view shows only makes `defuse` hyphenate a token that view could not have
+/// matched. And the scanners read the same set, since a marker should count through
+/// every character that does not show. The set is the union of what weft-core and
+/// weft-agents each used to skip (weft-agents' was the larger, by the soft hyphen, U+180E,
+/// the direction marks, embeddings and overrides and the invisible operators), plus what
+/// the rendered view drops without either having listed it: the emulator discards U+FFFD
+/// and C1 controls, and a zero-width character at the start of a row has no cell to join,
+/// so it vanishes from a screen whose rows are read joined (`WEFT_DO`, a line break,
+/// U+0301, `NE_…`).
+///
+/// Explicit code-point ranges first: the flattened view asks this for every non-ASCII
+/// character on its hot path, and most of what it meets there (box drawing) is decided
+/// without the width table.
+pub fn is_ignorable(c: char) -> bool {
+    let cp = u32::from(c);
+    cp < 0x21
+        || matches!(
+            cp,
+            0x7F..=0xA0
+                | 0xAD
+                | 0x1680
+                | 0x180E
+                | 0x2000..=0x200F
+                | 0x2028..=0x202F
+                | 0x205F..=0x2064
+                | 0x2500..=0x259F
+                | 0x3000
+                | 0xFEFF
+                | 0xFFFD
+        )
+        || (cp >= 0x300 && unicode_width::UnicodeWidthChar::width(c) == Some(0))
 }
 
 /// The characters of `text` a scan would see, each with its source bytes.
@@ -480,6 +582,40 @@ mod tests {
     }
 
     #[test]
+    fn every_whitespace_and_control_character_is_ignorable() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if c.is_whitespace() || c.is_control() {
+                assert!(is_ignorable(c), "U+{:04X}", u32::from(c));
+            }
+        }
+        for c in [
+            '\u{ad}', '\u{180e}', '\u{200e}', '\u{202a}', '\u{2064}', '│', '█', '\u{fffd}',
+            '\u{301}', '\u{2066}', '\u{fe0f}',
+        ] {
+            assert!(is_ignorable(c), "U+{:04X}", u32::from(c));
+        }
+        for c in ['!', 'W', '_', 'é', '日', '\u{25a0}', '\u{2122}'] {
+            assert!(!is_ignorable(c), "U+{:04X}", u32::from(c));
+        }
+    }
+
+    #[test]
+    fn a_token_with_invisible_format_characters_in_it_is_defused() {
+        for invisible in [
+            '\u{ad}', '\u{180e}', '\u{200f}', '\u{202e}', '\u{2063}', '\u{fffd}', '\u{301}',
+        ] {
+            let text = format!("WEFT_{invisible}DONE_0123{invisible}456789abcdef");
+            assert_eq!(
+                defuse(&text),
+                DEFUSED_TOKEN,
+                "U+{:04X}",
+                u32::from(invisible)
+            );
+            assert!(marker().appears_in(&text));
+        }
+    }
+
+    #[test]
     fn assembled_token_is_defused_and_id_dropped() {
         assert_eq!(
             defuse("done: WEFT_DONE_0123456789abcdef\n"),
@@ -498,10 +634,7 @@ mod tests {
             ("WEFT_DONE_\n0123456789abcdef", DEFUSED_TOKEN),
             ("WEFT_DONE_\x1b[0m0123456789abcdef", DEFUSED_TOKEN),
             ("WEFT_DONE_0123\n4567 89ab\r\ncdef", DEFUSED_TOKEN),
-            (
-                "WEFT_DONE_01234567\x1b[32m89abcdef\x1b[0m",
-                "WEFT-DONE-(defused)\x1b[0m",
-            ),
+            ("WEFT_DONE_01234567\x1b[32m89abcdef\x1b[0m", DEFUSED_TOKEN),
             ("WEFT_DO\nNE_0123456789abcdef", DEFUSED_TOKEN),
             (
                 "W E F T _ D O N E _ 0 1 2 3 4 5 6 7 8 9 a b c d e f",
@@ -516,11 +649,19 @@ mod tests {
     }
 
     #[test]
-    fn text_around_a_token_survives() {
+    fn text_around_a_token_survives_as_plain_text() {
+        // Text with an underscore loses its escape sequences (every view then reads it
+        // alike); the words survive.
         assert_eq!(
             defuse("\x1b[32m✓\x1b[0m all good\nWEFT_DONE_0123456789abcdef\n\x1b[0mbye"),
-            "\x1b[32m✓\x1b[0m all good\nWEFT-DONE-(defused)\n\x1b[0mbye"
+            "✓ all good\nWEFT-DONE-(defused)\nbye"
         );
+        assert_eq!(
+            defuse("50%\r100% of x_y\r\n\x1b]0;t\x07done"),
+            "50%100% of x_y\r\ndone"
+        );
+        // Text without one keeps them: no token can form in it.
+        assert_eq!(defuse("\x1b[1mbold\x1b[0m\r"), "\x1b[1mbold\x1b[0m\r");
         assert_eq!(defuse("keep snake_case_names"), "keep snake_case_names");
         assert_eq!(defuse("no markers here"), "no markers here");
     }
@@ -561,6 +702,24 @@ mod tests {
     fn lowercase_or_hyphenated_forms_are_not_tokens() {
         assert_eq!(defuse("WEFT-DONE-(defused)"), "WEFT-DONE-(defused)");
         assert_eq!(defuse("weft_done_0123"), "weft_done_0123");
+    }
+
+    #[test]
+    fn a_terminal_cannot_paint_a_defused_token_together() {
+        for text in [
+            "WEFT_X\x08DONE_0123456789abcdef",
+            "WEFT_DONX\rWEFT_DONE_0123456789abcdef",
+            "WEFT_\x1bP\x07x\x1b\\DONE_0123456789abcdef",
+            "WEFT_\x1b\u{80}ADONE_0123456789abcdef",
+            "0123456789abcdef\x1b[1GWEFT_DONE_",
+        ] {
+            let out = defuse(text);
+            assert!(
+                !out.contains(['\u{1b}', '\u{8}', '\r']),
+                "{text:?} -> {out:?}"
+            );
+            assert!(safe_in_every_view(text), "{text:?} -> {out:?}");
+        }
     }
 
     #[test]
