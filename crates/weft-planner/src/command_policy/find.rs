@@ -5,111 +5,18 @@ use super::*;
 
 impl<'e> Classifier<'e> {
     pub(super) fn find(&mut self, ctx: &Ctx, args: &[Word]) {
-        let mut i = 0;
-        // Leading options.
-        while i < args.len() {
-            let t = args[i].text();
-            match t.as_str() {
-                "-P" => i += 1,
-                "-L" | "-H" => {
-                    self.refuse(format!(
-                        "`find {t}` follows symlinks, which can leave the workspace"
-                    ));
-                    return;
-                }
-                "-D" => i += 2,
-                _ if t.starts_with("-O") => i += 1,
-                _ => break,
-            }
-        }
-        // Start paths.
-        while i < args.len() {
-            let t = args[i].text();
-            if t.starts_with('-') || matches!(t.as_str(), "(" | ")" | "!" | ",") {
-                break;
-            }
-            self.path_word(ctx, &args[i], Use::Dir);
-            i += 1;
-        }
+        let Some(mut i) = self.find_start(ctx, args) else {
+            return;
+        };
         // Expression.
-        const NO_ARG: &[&str] = &[
-            "-print",
-            "-print0",
-            "-ls",
-            "-prune",
-            "-quit",
-            "-true",
-            "-false",
-            "-empty",
-            "-readable",
-            "-writable",
-            "-executable",
-            "-nouser",
-            "-nogroup",
-            "-depth",
-            "-d",
-            "-mount",
-            "-xdev",
-            "-noleaf",
-            "-daystart",
-            "-ignore_readdir_race",
-            "-noignore_readdir_race",
-            "-a",
-            "-and",
-            "-o",
-            "-or",
-            "-not",
-            "!",
-            "(",
-            ")",
-            ",",
-            "-nowarn",
-            "-warn",
-        ];
-        const ONE_ARG: &[&str] = &[
-            "-name",
-            "-iname",
-            "-path",
-            "-ipath",
-            "-wholename",
-            "-iwholename",
-            "-regex",
-            "-iregex",
-            "-regextype",
-            "-type",
-            "-xtype",
-            "-size",
-            "-mtime",
-            "-mmin",
-            "-atime",
-            "-amin",
-            "-ctime",
-            "-cmin",
-            "-perm",
-            "-user",
-            "-group",
-            "-uid",
-            "-gid",
-            "-links",
-            "-inum",
-            "-maxdepth",
-            "-mindepth",
-            "-lname",
-            "-ilname",
-            "-used",
-            "-printf",
-            "-fstype",
-            "-context",
-        ];
-        const PATH_ARG: &[&str] = &["-newer", "-anewer", "-cnewer", "-samefile"];
         while i < args.len() {
             let t = args[i].text();
             let ts = t.as_str();
             i += 1;
-            if NO_ARG.contains(&ts) {
+            if FIND_NO_ARG.contains(&ts) {
                 continue;
             }
-            if ONE_ARG.contains(&ts) {
+            if FIND_ONE_ARG.contains(&ts) {
                 if i >= args.len() {
                     self.refuse(format!("`find {t}` needs an argument"));
                     return;
@@ -120,7 +27,7 @@ impl<'e> Classifier<'e> {
             let newer_xy = ts.len() == 8
                 && ts.starts_with("-newer")
                 && ts[6..].chars().all(|c| "amcBt".contains(c));
-            if PATH_ARG.contains(&ts) || newer_xy {
+            if FIND_PATH_ARG.contains(&ts) || newer_xy {
                 let Some(w) = args.get(i) else {
                     self.refuse(format!("`find {t}` needs an argument"));
                     return;
@@ -149,36 +56,10 @@ impl<'e> Classifier<'e> {
                     return;
                 }
                 "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                    let start = i;
-                    let Some(end) =
-                        (start..args.len()).find(|&k| matches!(args[k].text().as_str(), ";" | "+"))
-                    else {
-                        self.refuse(format!(
-                            "`find {t}` needs a terminating `\\;` or `+` (an unquoted `;` ends \
-                             the whole command)"
-                        ));
+                    let Some(next) = self.find_exec(ctx, &t, args, i) else {
                         return;
                     };
-                    let inner_words = &args[start..end];
-                    if inner_words.is_empty() {
-                        self.refuse(format!("`find {t}` needs a command"));
-                        return;
-                    }
-                    if inner_words.iter().any(|w| {
-                        let x = w.text();
-                        x != "{}" && x.contains("{}")
-                    }) {
-                        self.refuse(format!(
-                            "`find {t}` with `{{}}` inside a larger word lets a file name inject \
-                             shell syntax; pass `{{}}` as its own argument"
-                        ));
-                        return;
-                    }
-                    if let Some(mut inner) = self.nested(ctx) {
-                        inner.stdin = Input::Unknown;
-                        self.command(&mut inner, inner_words, Input::Unknown);
-                    }
-                    i = end + 1;
+                    i = next;
                 }
                 _ => {
                     self.refuse(format!(
@@ -189,5 +70,71 @@ impl<'e> Classifier<'e> {
                 }
             }
         }
+    }
+
+    /// `find`'s leading options and start paths: where its expression begins, or `None`
+    /// when the line is refused.
+    fn find_start(&mut self, ctx: &Ctx, args: &[Word]) -> Option<usize> {
+        let mut i = 0;
+        // Leading options.
+        while i < args.len() {
+            let t = args[i].text();
+            match t.as_str() {
+                "-P" => i += 1,
+                "-L" | "-H" => {
+                    self.refuse(format!(
+                        "`find {t}` follows symlinks, which can leave the workspace"
+                    ));
+                    return None;
+                }
+                "-D" => i += 2,
+                _ if t.starts_with("-O") => i += 1,
+                _ => break,
+            }
+        }
+        // Start paths.
+        while i < args.len() {
+            let t = args[i].text();
+            if t.starts_with('-') || matches!(t.as_str(), "(" | ")" | "!" | ",") {
+                break;
+            }
+            self.path_word(ctx, &args[i], Use::Dir);
+            i += 1;
+        }
+        Some(i)
+    }
+
+    /// `find … -exec CMD … ;` (or `+`, `-execdir`, `-ok`, `-okdir`) whose command starts at
+    /// `start`: the command is classified; returns where the expression goes on, or `None`
+    /// when the line is refused.
+    fn find_exec(&mut self, ctx: &Ctx, t: &str, args: &[Word], start: usize) -> Option<usize> {
+        let Some(end) = (start..args.len()).find(|&k| matches!(args[k].text().as_str(), ";" | "+"))
+        else {
+            self.refuse(format!(
+                "`find {t}` needs a terminating `\\;` or `+` (an unquoted `;` ends \
+                 the whole command)"
+            ));
+            return None;
+        };
+        let inner_words = &args[start..end];
+        if inner_words.is_empty() {
+            self.refuse(format!("`find {t}` needs a command"));
+            return None;
+        }
+        if inner_words.iter().any(|w| {
+            let x = w.text();
+            x != "{}" && x.contains("{}")
+        }) {
+            self.refuse(format!(
+                "`find {t}` with `{{}}` inside a larger word lets a file name inject \
+                 shell syntax; pass `{{}}` as its own argument"
+            ));
+            return None;
+        }
+        if let Some(mut inner) = self.nested(ctx) {
+            inner.stdin = Input::Unknown;
+            self.command(&mut inner, inner_words, Input::Unknown);
+        }
+        Some(end + 1)
     }
 }

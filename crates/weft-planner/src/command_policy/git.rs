@@ -5,6 +5,49 @@ use super::*;
 
 impl<'e> Classifier<'e> {
     pub(super) fn git(&mut self, ctx: &Ctx, args: &[Word]) {
+        let Some((gctx, i)) = self.git_globals(ctx, args) else {
+            return;
+        };
+        let Some(sub) = args.get(i).map(Word::text) else {
+            return; // bare `git` prints usage
+        };
+        let rest = &args[i + 1..];
+        let spec = Spec {
+            deny_short: if sub == "grep" { "O" } else { "" },
+            deny_long: &["--output", "--ext-diff", "--open-files-in-pager"],
+            value_short: "",
+            value_long: &[],
+            why: "writes a file or runs an external program",
+        };
+        let s = sub.as_str();
+        match s {
+            _ if GIT_READ.contains(&s) => {
+                let use_ = if GIT_SEARCH.contains(&s) {
+                    Use::Search
+                } else {
+                    Use::Meta
+                };
+                if let Some(sc) = self.scan(&gctx, &format!("git {sub}"), rest, &spec) {
+                    self.paths(&gctx, &sc.pos, use_);
+                }
+            }
+            "branch" | "tag" => self.git_branch_tag(s, rest),
+            "stash" | "worktree" | "reflog" | "notes" | "remote" | "submodule" => {
+                self.git_listing(&gctx, s, rest, &spec);
+            }
+            "config" => self.git_config(&gctx, rest),
+            _ => self.refuse(format!(
+                "`git {sub}` can change the repository, the working tree or reach the network; \
+                 only read-only git subcommands (log, show, diff, status, blame, grep, \
+                 ls-files, rev-parse, branch --list, …) may run"
+            )),
+        }
+    }
+
+    /// `git`'s own options before the subcommand: the context they leave (`-C` moves it)
+    /// and where the subcommand is; `None` when the line is settled (refused, or
+    /// `--version`).
+    fn git_globals(&mut self, ctx: &Ctx, args: &[Word]) -> Option<(Ctx, usize)> {
         let mut gctx = ctx.clone();
         let mut i = 0;
         while i < args.len() {
@@ -14,7 +57,7 @@ impl<'e> Classifier<'e> {
                 "-C" => {
                     let Some(dir) = args.get(i + 1) else {
                         self.refuse("`git -C` needs a directory");
-                        return;
+                        return None;
                     };
                     self.path_word(&gctx, dir, Use::Dir);
                     gctx.cwds = gctx
@@ -33,7 +76,7 @@ impl<'e> Classifier<'e> {
                         i += 2;
                     } else {
                         self.refuse(format!("`git {t}` needs a directory"));
-                        return;
+                        return None;
                     }
                 }
                 "--no-pager"
@@ -46,168 +89,99 @@ impl<'e> Classifier<'e> {
                 | "--no-optional-locks"
                 | "--bare"
                 | "--no-advice" => i += 1,
-                "--version" => return,
+                "--version" => return None,
                 "-c" | "--config-env" | "--exec-path" => {
                     self.refuse(format!(
                         "`git {name}` can set a pager, alias, hook or helper that runs a program"
                     ));
-                    return;
+                    return None;
                 }
                 _ if t.starts_with('-') => {
                     self.refuse(format!("`git {t}` is not an option the policy knows"));
-                    return;
+                    return None;
                 }
                 _ => break,
             }
         }
-        let Some(sub) = args.get(i).map(Word::text) else {
-            return; // bare `git` prints usage
+        Some((gctx, i))
+    }
+
+    /// `git stash`, `worktree`, `reflog`, `notes`, `remote` and `submodule`: only their
+    /// listing forms.
+    fn git_listing(&mut self, gctx: &Ctx, sub: &str, rest: &[Word], spec: &Spec) {
+        let words: Vec<String> = rest.iter().map(Word::text).collect();
+        let first = words
+            .iter()
+            .find(|w| !w.starts_with('-') && !w.chars().all(|c| c.is_ascii_digit()))
+            .map(String::as_str);
+        let ok = match sub {
+            "stash" => matches!(first, Some("list" | "show")),
+            "worktree" => first == Some("list"),
+            "reflog" => matches!(first, None | Some("show" | "list" | "exists")),
+            "notes" => matches!(first, Some("list" | "show")),
+            "remote" => {
+                matches!(first, None | Some("get-url"))
+                    && words.iter().all(|w| {
+                        !w.starts_with('-')
+                            || matches!(w.as_str(), "-v" | "--verbose" | "--all" | "--push")
+                    })
+            }
+            _ => first == Some("status"),
         };
-        let rest = &args[i + 1..];
-        const READ: &[&str] = &[
-            "log",
-            "show",
-            "diff",
-            "status",
-            "blame",
-            "annotate",
-            "grep",
-            "ls-files",
-            "ls-tree",
-            "rev-parse",
-            "rev-list",
-            "describe",
-            "shortlog",
-            "whatchanged",
-            "cat-file",
-            "show-ref",
-            "for-each-ref",
-            "merge-base",
-            "name-rev",
-            "count-objects",
-            "show-branch",
-            "cherry",
-            "diff-tree",
-            "diff-files",
-            "diff-index",
-            "check-ignore",
-            "check-attr",
-            "version",
-            "range-diff",
-            "var",
-        ];
-        let spec = Spec {
-            deny_short: if sub == "grep" { "O" } else { "" },
-            deny_long: &["--output", "--ext-diff", "--open-files-in-pager"],
-            value_short: "",
-            value_long: &[],
-            why: "writes a file or runs an external program",
-        };
-        let s = sub.as_str();
-        match s {
-            _ if READ.contains(&s) => {
-                let use_ = if matches!(
-                    s,
-                    "log"
-                        | "show"
-                        | "diff"
-                        | "blame"
-                        | "annotate"
-                        | "grep"
-                        | "cat-file"
-                        | "whatchanged"
-                        | "range-diff"
-                        | "diff-tree"
-                        | "diff-files"
-                        | "diff-index"
-                ) {
-                    Use::Search
-                } else {
-                    Use::Meta
-                };
-                if let Some(sc) = self.scan(&gctx, &format!("git {sub}"), rest, &spec) {
-                    self.paths(&gctx, &sc.pos, use_);
-                }
+        if ok {
+            if let Some(sc) = self.scan(gctx, &format!("git {sub}"), rest, spec) {
+                self.paths(gctx, &sc.pos, Use::Meta);
             }
-            "branch" | "tag" => self.git_branch_tag(s, rest),
-            "stash" | "worktree" | "reflog" | "notes" | "remote" | "submodule" => {
-                let words: Vec<String> = rest.iter().map(Word::text).collect();
-                let first = words
-                    .iter()
-                    .find(|w| !w.starts_with('-') && !w.chars().all(|c| c.is_ascii_digit()))
-                    .map(String::as_str);
-                let ok = match s {
-                    "stash" => matches!(first, Some("list" | "show")),
-                    "worktree" => first == Some("list"),
-                    "reflog" => matches!(first, None | Some("show" | "list" | "exists")),
-                    "notes" => matches!(first, Some("list" | "show")),
-                    "remote" => {
-                        matches!(first, None | Some("get-url"))
-                            && words.iter().all(|w| {
-                                !w.starts_with('-')
-                                    || matches!(w.as_str(), "-v" | "--verbose" | "--all" | "--push")
-                            })
-                    }
-                    _ => first == Some("status"),
-                };
-                if ok {
-                    if let Some(sc) = self.scan(&gctx, &format!("git {sub}"), rest, &spec) {
-                        self.paths(&gctx, &sc.pos, Use::Meta);
-                    }
-                } else {
-                    self.refuse(format!(
-                        "`git {sub} {}` changes the repository or reaches the network; only \
-                         its listing forms are read-only",
-                        first.unwrap_or("")
-                    ));
-                }
+        } else {
+            self.refuse(format!(
+                "`git {sub} {}` changes the repository or reaches the network; only \
+                 its listing forms are read-only",
+                first.unwrap_or("")
+            ));
+        }
+    }
+
+    /// `git config`: only reading, and outside `--local` it reads the user's and the
+    /// system's files too.
+    fn git_config(&mut self, gctx: &Ctx, rest: &[Word]) {
+        let words: Vec<String> = rest.iter().map(Word::text).collect();
+        let reading = words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "get" | "list"
+            )
+        });
+        let bad = words.iter().any(|w| {
+            w.starts_with('-')
+                && !matches!(
+                    w.as_str(),
+                    "--get"
+                        | "--get-all"
+                        | "--get-regexp"
+                        | "--list"
+                        | "-l"
+                        | "--local"
+                        | "--show-origin"
+                        | "--show-scope"
+                        | "--name-only"
+                        | "-z"
+                        | "--null"
+                        | "--includes"
+                        | "--no-includes"
+                )
+                && !w.starts_with("--type=")
+                && !w.starts_with("--default=")
+        });
+        if !reading || bad {
+            self.refuse(
+                "`git config` can change settings (and read ones outside the \
+                 workspace); only `git config --get/--list [--local]` is read-only",
+            );
+        } else if !words.iter().any(|w| w == "--local") {
+            // Without --local, git also reads the user's and the system's config.
+            for file in ["~/.gitconfig", "/etc/gitconfig"] {
+                self.path(gctx, file, file.starts_with('~'), false, Use::Read);
             }
-            "config" => {
-                let words: Vec<String> = rest.iter().map(Word::text).collect();
-                let reading = words.iter().any(|w| {
-                    matches!(
-                        w.as_str(),
-                        "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "get" | "list"
-                    )
-                });
-                let bad = words.iter().any(|w| {
-                    w.starts_with('-')
-                        && !matches!(
-                            w.as_str(),
-                            "--get"
-                                | "--get-all"
-                                | "--get-regexp"
-                                | "--list"
-                                | "-l"
-                                | "--local"
-                                | "--show-origin"
-                                | "--show-scope"
-                                | "--name-only"
-                                | "-z"
-                                | "--null"
-                                | "--includes"
-                                | "--no-includes"
-                        )
-                        && !w.starts_with("--type=")
-                        && !w.starts_with("--default=")
-                });
-                if !reading || bad {
-                    self.refuse(
-                        "`git config` can change settings (and read ones outside the \
-                         workspace); only `git config --get/--list [--local]` is read-only",
-                    );
-                } else if !words.iter().any(|w| w == "--local") {
-                    // Without --local, git also reads the user's and the system's config.
-                    for file in ["~/.gitconfig", "/etc/gitconfig"] {
-                        self.path(&gctx, file, file.starts_with('~'), false, Use::Read);
-                    }
-                }
-            }
-            _ => self.refuse(format!(
-                "`git {sub}` can change the repository, the working tree or reach the network; \
-                 only read-only git subcommands (log, show, diff, status, blame, grep, \
-                 ls-files, rev-parse, branch --list, …) may run"
-            )),
         }
     }
 

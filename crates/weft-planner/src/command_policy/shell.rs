@@ -346,158 +346,15 @@ pub(super) fn flow(words: &[Word], input: Input) -> Input {
         .iter()
         .filter(|a| !a.starts_with('-') && !numeric(a))
         .count();
-    let confined = |ok: bool| if ok { Input::Confined } else { Input::Unknown };
     match prog {
-        "find" => confined(!args.iter().any(|a| {
-            matches!(
-                a.as_str(),
-                "-printf"
-                    | "-ls"
-                    | "-fprint"
-                    | "-fprint0"
-                    | "-fprintf"
-                    | "-fls"
-                    | "-exec"
-                    | "-execdir"
-                    | "-ok"
-                    | "-okdir"
-            )
-        })),
-        "fd" | "fdfind" => confined(flags_ok(
-            args,
-            "HIusiFga0p",
-            "tedE",
-            &[
-                "--hidden",
-                "--no-ignore",
-                "--unrestricted",
-                "--case-sensitive",
-                "--ignore-case",
-                "--fixed-strings",
-                "--glob",
-                "--absolute-path",
-                "--print0",
-                "--full-path",
-                "--type",
-                "--extension",
-                "--max-depth",
-                "--exclude",
-            ],
-        )),
-        "git" => {
-            let sub = args.first().map(String::as_str);
-            let rest = args.get(1..).unwrap_or(&[]);
-            match sub {
-                Some("ls-files") => confined(flags_ok(
-                    rest,
-                    "cdmoikz",
-                    "x",
-                    &[
-                        "--cached",
-                        "--deleted",
-                        "--modified",
-                        "--others",
-                        "--ignored",
-                        "--killed",
-                        "--exclude-standard",
-                        "--full-name",
-                        "--directory",
-                        "--no-empty-directory",
-                        "--error-unmatch",
-                        "--exclude",
-                        "--recurse-submodules",
-                    ],
-                )),
-                Some("diff") if rest.iter().any(|a| a == "--name-only") => confined(flags_ok(
-                    rest,
-                    "z",
-                    "",
-                    &[
-                        "--name-only",
-                        "--cached",
-                        "--staged",
-                        "--relative",
-                        "--no-renames",
-                        "--diff-filter",
-                        "--merge-base",
-                    ],
-                )),
-                Some("ls-tree") if rest.iter().any(|a| a == "--name-only") => {
-                    confined(flags_ok(rest, "rtdz", "", &["--name-only", "--full-tree"]))
-                }
-                _ => Input::Unknown,
-            }
+        "find" => confined(!args.iter().any(|a| FIND_PRINTING.contains(&a.as_str()))),
+        "fd" | "fdfind" => confined(flags_ok(args, "HIusiFga0p", "tedE", FD_LISTING)),
+        "git" => git_flow(args),
+        "rg" if rg_lists_files(args) => {
+            confined(flags_ok(args, "luiIsSFwxUz0.", "egtTmd", RG_LISTING))
         }
-        "rg" if args.iter().any(|a| {
-            a == "--files"
-                || a == "--files-with-matches"
-                || a == "--files-without-match"
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains('l'))
-        }) =>
-        {
-            confined(flags_ok(
-                args,
-                "luiIsSFwxUz0.",
-                "egtTmd",
-                &[
-                    "--files",
-                    "--files-with-matches",
-                    "--files-without-match",
-                    "--hidden",
-                    "--no-ignore",
-                    "--ignore-case",
-                    "--smart-case",
-                    "--case-sensitive",
-                    "--fixed-strings",
-                    "--word-regexp",
-                    "--line-regexp",
-                    "--glob",
-                    "--iglob",
-                    "--type",
-                    "--type-not",
-                    "--max-depth",
-                    "--null",
-                    "--sort",
-                    "--sortr",
-                    "--regexp",
-                    "--multiline",
-                    "--unrestricted",
-                    "--no-messages",
-                    "--max-count",
-                ],
-            ))
-        }
-        "grep" | "egrep" | "fgrep"
-            if args.iter().any(|a| {
-                a == "--files-with-matches"
-                    || a == "--files-without-match"
-                    || (a.starts_with('-')
-                        && !a.starts_with("--")
-                        && (a.contains('l') || a.contains('L')))
-            }) =>
-        {
-            confined(flags_ok(
-                args,
-                "lLriIsFEGPwxZ",
-                "efm",
-                &[
-                    "--files-with-matches",
-                    "--files-without-match",
-                    "--recursive",
-                    "--ignore-case",
-                    "--fixed-strings",
-                    "--extended-regexp",
-                    "--word-regexp",
-                    "--line-regexp",
-                    "--null",
-                    "--include",
-                    "--exclude",
-                    "--exclude-dir",
-                    "--regexp",
-                    "--no-messages",
-                    "--binary-files",
-                ],
-            ))
+        "grep" | "egrep" | "fgrep" if grep_lists_files(args) => {
+            confined(flags_ok(args, "lLriIsFEGPwxZ", "efm", GREP_LISTING))
         }
         "grep" | "egrep" | "fgrep" => {
             // A line filter: selects whole lines of its input.
@@ -505,23 +362,8 @@ pub(super) fn flow(words: &[Word], input: Input) -> Input {
                 a == "--regexp" || (a.starts_with('-') && !a.starts_with("--") && a.contains('e'))
             });
             let positional = args.iter().filter(|a| !a.starts_with('-')).count();
-            let ok = flags_ok(
-                args,
-                "viEFGPwxs",
-                "e",
-                &[
-                    "--invert-match",
-                    "--ignore-case",
-                    "--extended-regexp",
-                    "--fixed-strings",
-                    "--word-regexp",
-                    "--line-regexp",
-                    "--regexp",
-                    "--perl-regexp",
-                    "--basic-regexp",
-                    "--no-messages",
-                ],
-            ) && positional == usize::from(!with_e);
+            let ok = flags_ok(args, "viEFGPwxs", "e", GREP_FILTERING)
+                && positional == usize::from(!with_e);
             if ok { input } else { Input::Unknown }
         }
         "sort" | "uniq" if non_numeric == 0 => input,
@@ -539,4 +381,43 @@ pub(super) fn flow(words: &[Word], input: Input) -> Input {
         "tac" if args.is_empty() => input,
         _ => Input::Unknown,
     }
+}
+
+fn confined(ok: bool) -> Input {
+    if ok { Input::Confined } else { Input::Unknown }
+}
+
+/// [`flow`] of `git`: `ls-files`, and `diff`/`ls-tree` with `--name-only`, list paths.
+fn git_flow(args: &[String]) -> Input {
+    let sub = args.first().map(String::as_str);
+    let rest = args.get(1..).unwrap_or(&[]);
+    match sub {
+        Some("ls-files") => confined(flags_ok(rest, "cdmoikz", "x", GIT_LS_FILES_LISTING)),
+        Some("diff") if rest.iter().any(|a| a == "--name-only") => {
+            confined(flags_ok(rest, "z", "", GIT_DIFF_LISTING))
+        }
+        Some("ls-tree") if rest.iter().any(|a| a == "--name-only") => {
+            confined(flags_ok(rest, "rtdz", "", &["--name-only", "--full-tree"]))
+        }
+        _ => Input::Unknown,
+    }
+}
+
+/// Whether an `rg` line lists file names rather than matching lines.
+fn rg_lists_files(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--files"
+            || a == "--files-with-matches"
+            || a == "--files-without-match"
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains('l'))
+    })
+}
+
+/// Whether a `grep` line lists file names rather than matching lines.
+fn grep_lists_files(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--files-with-matches"
+            || a == "--files-without-match"
+            || (a.starts_with('-') && !a.starts_with("--") && (a.contains('l') || a.contains('L')))
+    })
 }

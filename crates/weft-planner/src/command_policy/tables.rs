@@ -400,3 +400,243 @@ pub(super) const FD: Spec = Spec {
     ],
     why: "runs a command or follows symlinks out of the workspace",
 };
+
+/// `find` primaries after which its output is no longer one path a line (or runs something).
+pub(super) const FIND_PRINTING: &[&str] = &[
+    "-printf", "-ls", "-fprint", "-fprint0", "-fprintf", "-fls", "-exec", "-execdir", "-ok",
+    "-okdir",
+];
+
+/// `fd` flags that keep its output a list of workspace paths.
+pub(super) const FD_LISTING: &[&str] = &[
+    "--hidden",
+    "--no-ignore",
+    "--unrestricted",
+    "--case-sensitive",
+    "--ignore-case",
+    "--fixed-strings",
+    "--glob",
+    "--absolute-path",
+    "--print0",
+    "--full-path",
+    "--type",
+    "--extension",
+    "--max-depth",
+    "--exclude",
+];
+
+/// `git ls-files` flags that keep its output a list of paths.
+pub(super) const GIT_LS_FILES_LISTING: &[&str] = &[
+    "--cached",
+    "--deleted",
+    "--modified",
+    "--others",
+    "--ignored",
+    "--killed",
+    "--exclude-standard",
+    "--full-name",
+    "--directory",
+    "--no-empty-directory",
+    "--error-unmatch",
+    "--exclude",
+    "--recurse-submodules",
+];
+
+/// `git diff --name-only` flags that keep its output a list of paths.
+pub(super) const GIT_DIFF_LISTING: &[&str] = &[
+    "--name-only",
+    "--cached",
+    "--staged",
+    "--relative",
+    "--no-renames",
+    "--diff-filter",
+    "--merge-base",
+];
+
+/// `rg --files`/`-l` flags that keep its output a list of paths.
+pub(super) const RG_LISTING: &[&str] = &[
+    "--files",
+    "--files-with-matches",
+    "--files-without-match",
+    "--hidden",
+    "--no-ignore",
+    "--ignore-case",
+    "--smart-case",
+    "--case-sensitive",
+    "--fixed-strings",
+    "--word-regexp",
+    "--line-regexp",
+    "--glob",
+    "--iglob",
+    "--type",
+    "--type-not",
+    "--max-depth",
+    "--null",
+    "--sort",
+    "--sortr",
+    "--regexp",
+    "--multiline",
+    "--unrestricted",
+    "--no-messages",
+    "--max-count",
+];
+
+/// `grep -l`/`-L` flags that keep its output a list of paths.
+pub(super) const GREP_LISTING: &[&str] = &[
+    "--files-with-matches",
+    "--files-without-match",
+    "--recursive",
+    "--ignore-case",
+    "--fixed-strings",
+    "--extended-regexp",
+    "--word-regexp",
+    "--line-regexp",
+    "--null",
+    "--include",
+    "--exclude",
+    "--exclude-dir",
+    "--regexp",
+    "--no-messages",
+    "--binary-files",
+];
+
+/// `grep` flags of a line filter that passes whole input lines through.
+pub(super) const GREP_FILTERING: &[&str] = &[
+    "--invert-match",
+    "--ignore-case",
+    "--extended-regexp",
+    "--fixed-strings",
+    "--word-regexp",
+    "--line-regexp",
+    "--regexp",
+    "--perl-regexp",
+    "--basic-regexp",
+    "--no-messages",
+];
+
+/// The read-only `git` subcommands.
+pub(super) const GIT_READ: &[&str] = &[
+    "log",
+    "show",
+    "diff",
+    "status",
+    "blame",
+    "annotate",
+    "grep",
+    "ls-files",
+    "ls-tree",
+    "rev-parse",
+    "rev-list",
+    "describe",
+    "shortlog",
+    "whatchanged",
+    "cat-file",
+    "show-ref",
+    "for-each-ref",
+    "merge-base",
+    "name-rev",
+    "count-objects",
+    "show-branch",
+    "cherry",
+    "diff-tree",
+    "diff-files",
+    "diff-index",
+    "check-ignore",
+    "check-attr",
+    "version",
+    "range-diff",
+    "var",
+];
+
+/// The `git` subcommands among [`GIT_READ`] that read file contents (their paths are
+/// searched, not just named).
+pub(super) const GIT_SEARCH: &[&str] = &[
+    "log",
+    "show",
+    "diff",
+    "blame",
+    "annotate",
+    "grep",
+    "cat-file",
+    "whatchanged",
+    "range-diff",
+    "diff-tree",
+    "diff-files",
+    "diff-index",
+];
+
+/// `find` primaries that take no argument.
+pub(super) const FIND_NO_ARG: &[&str] = &[
+    "-print",
+    "-print0",
+    "-ls",
+    "-prune",
+    "-quit",
+    "-true",
+    "-false",
+    "-empty",
+    "-readable",
+    "-writable",
+    "-executable",
+    "-nouser",
+    "-nogroup",
+    "-depth",
+    "-d",
+    "-mount",
+    "-xdev",
+    "-noleaf",
+    "-daystart",
+    "-ignore_readdir_race",
+    "-noignore_readdir_race",
+    "-a",
+    "-and",
+    "-o",
+    "-or",
+    "-not",
+    "!",
+    "(",
+    ")",
+    ", ",
+    "-nowarn",
+    "-warn",
+];
+
+/// `find` primaries that take one argument, not a path.
+pub(super) const FIND_ONE_ARG: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-regextype",
+    "-type",
+    "-xtype",
+    "-size",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-perm",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-links",
+    "-inum",
+    "-maxdepth",
+    "-mindepth",
+    "-lname",
+    "-ilname",
+    "-used",
+    "-printf",
+    "-fstype",
+    "-context",
+];
+
+/// `find` primaries whose argument is a path (compared, not read).
+pub(super) const FIND_PATH_ARG: &[&str] = &["-newer", "-anewer", "-cnewer", "-samefile"];
