@@ -383,6 +383,14 @@ impl<'e> Classifier<'e> {
             "rg" => self.rg(ctx, args),
             "fd" | "fdfind" => self.fd(ctx, p, args),
 
+            _ => self.simple_program(ctx, p, args),
+        }
+    }
+
+    /// The programs [`Classifier::command`] leaves to plain rules: readers with a flag
+    /// table, harmless builtins, and the refused families, in that order.
+    fn simple_program(&mut self, ctx: &Ctx, p: &str, args: &[Word]) {
+        match p {
             // Plain readers.
             "cat" | "tac" | "nl" | "rev" | "paste" | "fold" | "expand" | "unexpand" | "strings"
             | "od" | "hexdump" | "base64" | "base32" | "md5sum" | "sha1sum" | "sha224sum"
