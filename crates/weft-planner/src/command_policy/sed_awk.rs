@@ -20,72 +20,12 @@ impl<'e> Classifier<'e> {
                 ended = true;
                 continue;
             }
-            if let Some(long) = t.strip_prefix("--") {
-                let (name, value) = long
-                    .split_once('=')
-                    .map_or((long, None), |(n, v)| (n, Some(v)));
-                match name {
-                    "quiet" | "silent" | "regexp-extended" | "separate" | "null-data"
-                    | "unbuffered" | "posix" | "debug" | "sandbox" | "zero-terminated" => {}
-                    "expression" => match value {
-                        Some(v) => scripts.push(v.to_owned()),
-                        None => {
-                            scripts.push(args.get(i).map(Word::text).unwrap_or_default());
-                            i += 1;
-                        }
-                    },
-                    "line-length" => {
-                        if value.is_none() {
-                            i += 1;
-                        }
-                    }
-                    _ if "in-place".starts_with(name) && name.len() >= 2 => {
-                        self.refuse(format!(
-                            "`{prog} --in-place` edits files; use `sed -n` to read"
-                        ));
-                        return;
-                    }
-                    _ => {
-                        self.refuse(format!(
-                            "`{prog} --{name}` is not allowed (`-f` reads a script the policy \
-                             can't see)"
-                        ));
-                        return;
-                    }
-                }
-                continue;
-            }
-            let chars: Vec<char> = t[1..].chars().collect();
-            for (k, &c) in chars.iter().enumerate() {
-                match c {
-                    'n' | 'E' | 'r' | 's' | 'z' | 'u' => {}
-                    'i' => {
-                        self.refuse(format!(
-                            "`{prog} -i` edits files in place; use `sed -n` to read"
-                        ));
-                        return;
-                    }
-                    'e' | 'l' => {
-                        let rest: String = chars[k + 1..].iter().collect();
-                        let v = if rest.is_empty() {
-                            i += 1;
-                            args.get(i - 1).map(Word::text).unwrap_or_default()
-                        } else {
-                            rest
-                        };
-                        if c == 'e' {
-                            scripts.push(v);
-                        }
-                        break;
-                    }
-                    _ => {
-                        self.refuse(format!(
-                            "`{prog} -{c}` is not allowed (`-f` reads a script the policy can't \
-                             see, `-i` edits files)"
-                        ));
-                        return;
-                    }
-                }
+            let allowed = match t.strip_prefix("--") {
+                Some(long) => self.sed_long(prog, long, args, &mut i, &mut scripts),
+                None => self.sed_short(prog, &t, args, &mut i, &mut scripts),
+            };
+            if !allowed {
+                return;
             }
         }
         if scripts.is_empty() {
@@ -109,6 +49,96 @@ impl<'e> Classifier<'e> {
             }
         }
         self.paths(ctx, &files, Use::Read);
+    }
+
+    /// One `--long` option of `sed` (`long` without its dashes; a value may follow at
+    /// `*i`); whether it is allowed.
+    fn sed_long(
+        &mut self,
+        prog: &str,
+        long: &str,
+        args: &[Word],
+        i: &mut usize,
+        scripts: &mut Vec<String>,
+    ) -> bool {
+        let (name, value) = long
+            .split_once('=')
+            .map_or((long, None), |(n, v)| (n, Some(v)));
+        match name {
+            "quiet" | "silent" | "regexp-extended" | "separate" | "null-data" | "unbuffered"
+            | "posix" | "debug" | "sandbox" | "zero-terminated" => {}
+            "expression" => match value {
+                Some(v) => scripts.push(v.to_owned()),
+                None => {
+                    scripts.push(args.get(*i).map(Word::text).unwrap_or_default());
+                    *i += 1;
+                }
+            },
+            "line-length" => {
+                if value.is_none() {
+                    *i += 1;
+                }
+            }
+            _ if "in-place".starts_with(name) && name.len() >= 2 => {
+                self.refuse(format!(
+                    "`{prog} --in-place` edits files; use `sed -n` to read"
+                ));
+                return false;
+            }
+            _ => {
+                self.refuse(format!(
+                    "`{prog} --{name}` is not allowed (`-f` reads a script the policy \
+                     can't see)"
+                ));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// One cluster of short `sed` options (`t`, a value may follow at `*i`); whether it is
+    /// allowed.
+    fn sed_short(
+        &mut self,
+        prog: &str,
+        t: &str,
+        args: &[Word],
+        i: &mut usize,
+        scripts: &mut Vec<String>,
+    ) -> bool {
+        let chars: Vec<char> = t[1..].chars().collect();
+        for (k, &c) in chars.iter().enumerate() {
+            match c {
+                'n' | 'E' | 'r' | 's' | 'z' | 'u' => {}
+                'i' => {
+                    self.refuse(format!(
+                        "`{prog} -i` edits files in place; use `sed -n` to read"
+                    ));
+                    return false;
+                }
+                'e' | 'l' => {
+                    let rest: String = chars[k + 1..].iter().collect();
+                    let v = if rest.is_empty() {
+                        *i += 1;
+                        args.get(*i - 1).map(Word::text).unwrap_or_default()
+                    } else {
+                        rest
+                    };
+                    if c == 'e' {
+                        scripts.push(v);
+                    }
+                    break;
+                }
+                _ => {
+                    self.refuse(format!(
+                        "`{prog} -{c}` is not allowed (`-f` reads a script the policy can't \
+                         see, `-i` edits files)"
+                    ));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     pub(super) fn awk(&mut self, ctx: &Ctx, prog: &str, args: &[Word]) {

@@ -226,6 +226,42 @@ impl<'e> Classifier<'e> {
     }
 
     pub(super) fn xargs(&mut self, ctx: &Ctx, args: &[Word], input: Input) {
+        let Some((i, replace)) = self.xargs_options(args) else {
+            return;
+        };
+        if input == Input::Unknown {
+            self.refuse(
+                "`xargs` takes its arguments from stdin, which here is not a list of workspace \
+                 paths; feed it from find, fd, git ls-files, rg --files/-l or grep -l",
+            );
+            return;
+        }
+        let cmd: Vec<Word> = if i >= args.len() {
+            vec![Word::plain("echo")]
+        } else {
+            args[i..].to_vec()
+        };
+        if let Some(r) = replace.filter(|r| !r.is_empty())
+            && cmd.iter().any(|w| {
+                let t = w.text();
+                t != r && t.contains(&r)
+            })
+        {
+            self.refuse(format!(
+                "`xargs -I {r}` inside a larger word lets a file name inject shell syntax; \
+                 pass `{r}` as its own argument"
+            ));
+            return;
+        }
+        if let Some(mut inner) = self.nested(ctx) {
+            inner.stdin = Input::Unknown;
+            self.command(&mut inner, &cmd, Input::Unknown);
+        }
+    }
+
+    /// `xargs`'s options: where its command starts and its `-I`/`-i` replace string, or
+    /// `None` when the line is refused.
+    fn xargs_options(&mut self, args: &[Word]) -> Option<(usize, Option<String>)> {
         let plain = [
             "-0",
             "--null",
@@ -287,43 +323,16 @@ impl<'e> Classifier<'e> {
                 i += if t.contains('=') { 1 } else { 2 };
             } else if name == "-a" || name == "--arg-file" {
                 self.refuse("`xargs -a` reads arguments from a file the policy can't see");
-                return;
+                return None;
             } else {
                 self.refuse(format!(
                     "`xargs {t}` is not an option the policy knows (interactive and tty options \
                      are refused)"
                 ));
-                return;
+                return None;
             }
         }
-        if input == Input::Unknown {
-            self.refuse(
-                "`xargs` takes its arguments from stdin, which here is not a list of workspace \
-                 paths; feed it from find, fd, git ls-files, rg --files/-l or grep -l",
-            );
-            return;
-        }
-        let cmd: Vec<Word> = if i >= args.len() {
-            vec![Word::plain("echo")]
-        } else {
-            args[i..].to_vec()
-        };
-        if let Some(r) = replace.filter(|r| !r.is_empty())
-            && cmd.iter().any(|w| {
-                let t = w.text();
-                t != r && t.contains(&r)
-            })
-        {
-            self.refuse(format!(
-                "`xargs -I {r}` inside a larger word lets a file name inject shell syntax; \
-                 pass `{r}` as its own argument"
-            ));
-            return;
-        }
-        if let Some(mut inner) = self.nested(ctx) {
-            inner.stdin = Input::Unknown;
-            self.command(&mut inner, &cmd, Input::Unknown);
-        }
+        Some((i, replace))
     }
 }
 
