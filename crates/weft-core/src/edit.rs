@@ -3,10 +3,11 @@
 //! An edit is applied to a copy; the copy replaces the plan only when every rule still
 //! holds, so a refused edit leaves the plan exactly as it was.
 
-use serde_json::json;
 use thiserror::Error;
 
 use crate::Hint;
+use crate::event::{Event, EventKind, FieldChange};
+
 use crate::model::{Plan, Task, TaskKind, TaskStatus, order_of};
 use crate::refs::{RefError, resolve_task_ref};
 use crate::slug::{slugify, unique_id};
@@ -128,12 +129,20 @@ impl Hint for EditError {
 /// What an accepted edit did, for the user and for the event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EditReport {
-    /// Event kind, e.g. `task_added`.
-    pub kind: &'static str,
+    /// The task the edit was about (for a removal: the removed task's id).
+    pub task: String,
     /// One line per thing that happened, the first being the edit itself.
     pub lines: Vec<String>,
     pub warnings: Vec<Warning>,
-    pub payload: serde_json::Value,
+    /// What the event log records: what changed, with the new values.
+    pub event: EventKind,
+}
+
+impl EditReport {
+    /// The event to store (the store adds the plan, the time and the sequence number).
+    pub fn to_event(&self) -> Event {
+        Event::new(self.event.clone()).task(self.task.clone())
+    }
 }
 
 /// Apply `edit` to a copy of `plan`; return the edited plan and what happened.
@@ -143,7 +152,7 @@ pub fn apply(
     known_runner: &dyn Fn(&str) -> bool,
 ) -> Result<(Plan, EditReport), EditError> {
     let mut next = plan.clone();
-    let (kind, lines, payload) = match edit {
+    let (event, task, lines) = match edit {
         Edit::Add { task, at } => add(&mut next, task, *at)?,
         Edit::Remove { task } => remove(&mut next, task)?,
         Edit::Move { task, to } => move_task(&mut next, task, *to)?,
@@ -158,15 +167,16 @@ pub fn apply(
     Ok((
         next,
         EditReport {
-            kind,
+            task,
             lines,
             warnings,
-            payload,
+            event,
         },
     ))
 }
 
-type Applied = (&'static str, Vec<String>, serde_json::Value);
+/// The event, the task it is about, and the report's lines.
+type Applied = (EventKind, String, Vec<String>);
 
 fn position_index(position: u32, len: usize) -> Result<usize, EditError> {
     let index = usize::try_from(position).unwrap_or(usize::MAX);
@@ -224,9 +234,13 @@ fn add(plan: &mut Plan, new: &NewTask, at: Option<u32>) -> Result<Applied, EditE
     task.checks = new.checks.clone();
     task.order = order_of(index);
     let line = format!("added task #{} {:?}: {}", task.order, task.id, task.title);
-    let payload = json!({ "task": task.id, "order": task.order });
+    let event = EventKind::TaskAdded {
+        order: task.order,
+        title: task.title.clone(),
+    };
+    let id = task.id.clone();
     plan.tasks.insert(index, task);
-    Ok(("task_added", vec![line], payload))
+    Ok((event, id, vec![line]))
 }
 
 fn remove(plan: &mut Plan, reference: &str) -> Result<Applied, EditError> {
@@ -260,8 +274,7 @@ fn remove(plan: &mut Plan, reference: &str) -> Result<Applied, EditError> {
             }
         }
     }
-    let payload = json!({ "task": removed.id, "detached": detached });
-    Ok(("task_removed", lines, payload))
+    Ok((EventKind::TaskRemoved { detached }, removed.id, lines))
 }
 
 fn move_task(plan: &mut Plan, reference: &str, to: u32) -> Result<Applied, EditError> {
@@ -297,9 +310,13 @@ fn move_task(plan: &mut Plan, reference: &str, to: u32) -> Result<Applied, EditE
     }
     let task = plan.tasks.remove(from);
     let line = format!("moved task {:?} from #{} to #{}", task.id, task.order, to);
-    let payload = json!({ "task": task.id, "from": task.order, "to": to });
+    let event = EventKind::TaskMoved {
+        from: task.order,
+        to,
+    };
+    let id = task.id.clone();
     plan.tasks.insert(to_index, task);
-    Ok(("task_moved", vec![line], payload))
+    Ok((event, id, vec![line]))
 }
 
 fn set_dependencies(
@@ -317,8 +334,10 @@ fn set_dependencies(
         task.dependencies.join(", ")
     };
     let line = format!("task #{} {:?} now depends on: {shown}", task.order, task.id);
-    let payload = json!({ "task": task.id, "dependencies": task.dependencies });
-    Ok(("dependencies_set", vec![line], payload))
+    let event = EventKind::DependenciesSet {
+        dependencies: task.dependencies.clone(),
+    };
+    Ok((event, task.id.clone(), vec![line]))
 }
 
 fn update(plan: &mut Plan, reference: &str, changes: &TaskChanges) -> Result<Applied, EditError> {
@@ -327,48 +346,62 @@ fn update(plan: &mut Plan, reference: &str, changes: &TaskChanges) -> Result<App
     }
     let index = unlocked(plan, reference)?;
     let task = &mut plan.tasks[index];
-    let mut fields: Vec<&'static str> = Vec::new();
+    // What the event records: each field set, with its new value (cleared ones too).
+    let mut changed: Vec<FieldChange> = Vec::new();
     let mut lines = Vec::new();
-    let mut set_text = |name: &'static str, slot: &mut Option<String>, value: &Option<String>| {
+    let mut set_text = |slot: &mut Option<String>,
+                        value: &Option<String>,
+                        change: fn(Option<String>) -> FieldChange| {
         if let Some(value) = value {
             *slot = Some(value.clone()).filter(|v| !v.is_empty());
-            fields.push(name);
+            changed.push(change(slot.clone()));
         }
     };
-    set_text("description", &mut task.description, &changes.description);
-    set_text("runner", &mut task.runner, &changes.runner);
-    set_text("model", &mut task.model, &changes.model);
-    set_text("effort", &mut task.effort, &changes.effort);
-    set_text("mode", &mut task.mode, &changes.mode);
-    set_text("command", &mut task.command, &changes.command);
+    set_text(
+        &mut task.description,
+        &changes.description,
+        FieldChange::Description,
+    );
+    set_text(&mut task.runner, &changes.runner, FieldChange::Runner);
+    set_text(&mut task.model, &changes.model, FieldChange::Model);
+    set_text(&mut task.effort, &changes.effort, FieldChange::Effort);
+    set_text(&mut task.mode, &changes.mode, FieldChange::Mode);
+    set_text(&mut task.command, &changes.command, FieldChange::Command);
     if let Some(title) = &changes.title {
         task.title = title.clone();
-        fields.push("title");
+        changed.push(FieldChange::Title(title.clone()));
     }
     if let Some(prompt) = &changes.prompt {
         task.prompt = prompt.clone();
-        fields.push("prompt");
+        changed.push(FieldChange::Prompt(prompt.clone()));
     }
     if let Some(steps) = &changes.steps {
         task.steps = steps.clone();
         task.steps_done.clear();
-        fields.push("steps");
+        changed.push(FieldChange::Steps(steps.clone()));
     }
     if let Some(checks) = &changes.checks {
         task.checks = checks.clone();
-        fields.push("checks");
+        changed.push(FieldChange::Checks(checks.clone()));
     }
+    let named: Vec<&'static str> = changed
+        .iter()
+        .map(FieldChange::field)
+        .chain(changes.kind.map(|_| "kind"))
+        .collect();
     if let Some(kind) = changes.kind {
-        fields.push("kind");
+        changed.push(FieldChange::Kind(kind));
         if kind != task.kind {
             task.kind = kind;
             // Fields that belong to the old kind are dropped unless this edit sets them.
             if kind != TaskKind::Ops && task.command.is_some() && changes.command.is_none() {
                 task.command = None;
+                changed.push(FieldChange::Command(None));
                 lines.push(format!("cleared `command`, which {kind} tasks do not use"));
             }
             if kind != TaskKind::Manual && !task.steps.is_empty() && changes.steps.is_none() {
                 task.steps.clear();
+                changed.push(FieldChange::Steps(Vec::new()));
                 lines.push(format!("cleared `steps`, which {kind} tasks do not use"));
             }
         }
@@ -379,11 +412,11 @@ fn update(plan: &mut Plan, reference: &str, changes: &TaskChanges) -> Result<App
             "updated task #{} {:?}: {}",
             task.order,
             task.id,
-            fields.join(", ")
+            named.join(", ")
         ),
     );
-    let payload = json!({ "task": task.id, "fields": fields });
-    Ok(("task_updated", lines, payload))
+    let event = EventKind::TaskEdited { changes: changed };
+    Ok((event, task.id.clone(), lines))
 }
 
 fn set_hold(plan: &mut Plan, reference: &str, hold: bool) -> Result<Applied, EditError> {
@@ -391,17 +424,17 @@ fn set_hold(plan: &mut Plan, reference: &str, hold: bool) -> Result<Applied, Edi
     let task = &mut plan.tasks[index];
     let already = task.hold == hold;
     task.hold = hold;
-    let (kind, verb) = if hold {
-        ("task_held", "held")
+    let (event, verb) = if hold {
+        (EventKind::TaskHeld, "held")
     } else {
-        ("task_released", "released")
+        (EventKind::TaskReleased, "released")
     };
     let line = if already {
         format!("task #{} {:?} was already {verb}", task.order, task.id)
     } else {
         format!("{verb} task #{} {:?}", task.order, task.id)
     };
-    Ok((kind, vec![line], json!({ "task": task.id })))
+    Ok((event, task.id.clone(), vec![line]))
 }
 
 #[cfg(test)]

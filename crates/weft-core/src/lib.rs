@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod edit;
+pub mod event;
 pub mod hint;
 pub mod interrupt;
 pub mod marker;
@@ -20,6 +21,7 @@ pub mod verdict;
 pub mod workflow;
 
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
+pub use event::{ControlRequest, EVENT_SCHEMA_VERSION, Event, EventKind, FieldChange};
 pub use hint::Hint;
 pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{

@@ -44,7 +44,7 @@ impl fmt::Display for TaskKind {
 }
 
 /// Where a task stands. Stored as the snake_case name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     #[default]
@@ -107,7 +107,7 @@ impl fmt::Display for TaskStatus {
 }
 
 /// Where a plan stands as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStatus {
     /// Being written (planner conversation not yet confirmed).
@@ -153,7 +153,7 @@ impl fmt::Display for PlanStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictOutcome {
     Pass,
@@ -161,7 +161,7 @@ pub enum VerdictOutcome {
 }
 
 /// One piece of evidence consulted for a verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Check {
     /// `completion_marker`, `exit_code`, `check:<command>`, `manual`, ...
     pub name: String,
@@ -172,7 +172,7 @@ pub struct Check {
 }
 
 /// Pass or fail, with every check that was consulted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
     pub outcome: VerdictOutcome,
     pub reason: String,
@@ -301,7 +301,7 @@ pub fn order_of(index: usize) -> u32 {
     u32::try_from(index + 1).unwrap_or(u32::MAX)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// An engine is executing it.
@@ -359,7 +359,7 @@ pub struct Run {
     pub ended_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptStatus {
     Running,
@@ -394,7 +394,7 @@ impl AttemptStatus {
 }
 
 /// A tool call the agent was refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Denial {
     pub tool: String,
     pub detail: String,
@@ -444,7 +444,7 @@ pub struct Attempt {
 }
 
 /// The outcome of landing a passed attempt on the run's integration branch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Landing {
     /// Merged: the integration branch moved to `merge`.

@@ -984,12 +984,10 @@ proptest! {
             named.push(tasks[0].id.as_str());
         }
         prop_assert_eq!(&named, &dependents, "lines: {:?}", report.lines);
-        let detached: Vec<&str> = report.payload["detached"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let weft_core::EventKind::TaskRemoved { detached } = &report.event else {
+            panic!("a removal reports task_removed: {:?}", report.event);
+        };
+        let detached: Vec<&str> = detached.iter().map(String::as_str).collect();
         prop_assert_eq!(&detached, &dependents);
         // Everything but the detached dependency is as it was.
         for task in &next.tasks {

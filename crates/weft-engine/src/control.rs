@@ -4,8 +4,8 @@
 //! and reads the plan again); what only the engine can do (kill a running attempt, stop,
 //! start out of turn) is left as a control request it picks up.
 
-use serde_json::json;
 use weft_core::edit::{Edit, TaskChanges, apply};
+use weft_core::event::{ControlRequest, Event, EventKind};
 use weft_core::schedule::{descendants, stopped_by_failure};
 use weft_core::verdict::marked_complete;
 use weft_core::{Plan, TaskStatus, resolve_task_ref};
@@ -76,13 +76,11 @@ pub fn release_blocked(
         };
         let updates: Vec<(&str, &TaskUpdate)> =
             released.iter().map(|id| (id.as_str(), &pending)).collect();
-        store.update_tasks(
-            plan_id,
-            &updates,
-            "tasks_released",
-            json!({ "by": task_id, "tasks": released }),
-            now(),
-        )?;
+        let event = EventKind::TasksReleased {
+            by: task_id.to_owned(),
+            tasks: released.clone(),
+        };
+        store.update_tasks(plan_id, &updates, Event::new(event), now())?;
     }
     Ok(released)
 }
@@ -143,17 +141,11 @@ fn settle(
     plan_id: &str,
     target: &Target,
     update: &TaskUpdate,
-    kind: &str,
+    event: fn(TaskStatus) -> EventKind,
     mut lines: Vec<String>,
 ) -> Result<ControlReport, EngineError> {
-    store.update_task(
-        plan_id,
-        &target.id,
-        update,
-        kind,
-        json!({ "task": target.id, "was": target.status.as_str() }),
-        now(),
-    )?;
+    let event = Event::new(event(target.status));
+    store.update_task(plan_id, &target.id, update, event, now())?;
     let released = release_blocked(store, plan_id, &target.id)?;
     lines.extend(released_line(&released));
     Ok(ControlReport { lines })
@@ -192,7 +184,7 @@ pub fn retry(
             output: Some(None),
             hold: None,
         },
-        "task_retried",
+        |was| EventKind::TaskRetried { was },
         lines,
     )
 }
@@ -245,7 +237,10 @@ pub fn repair(
         .rev()
         .find_map(|a| a.branch)
         .ok_or_else(|| target.wrong_status("it has no branch to repair"))?;
-    store.push_control(plan_id, "repair", Some(&target.id), now())?;
+    let request = ControlRequest::Repair {
+        task: target.id.clone(),
+    };
+    store.push_control(plan_id, &request, now())?;
     store.update_task(
         plan_id,
         &target.id,
@@ -253,8 +248,9 @@ pub fn repair(
             status: Some(TaskStatus::Pending),
             ..TaskUpdate::default()
         },
-        "task_repair_requested",
-        json!({ "task": target.id, "branch": branch }),
+        Event::new(EventKind::TaskRepairRequested {
+            branch: branch.clone(),
+        }),
         now(),
     )?;
     let released = release_blocked(store, plan_id, &target.id)?;
@@ -301,12 +297,15 @@ pub fn rearm(
             )?;
             (next, Some(report))
         };
-        Ok((
-            next,
-            "task_rearmed",
-            json!({ "task": task_id, "was": target.status.as_str() }),
-            report,
-        ))
+        let changes = match report.as_ref().map(|r| &r.event) {
+            Some(EventKind::TaskEdited { changes }) => changes.clone(),
+            _ => Vec::new(),
+        };
+        let rearmed = EventKind::TaskRearmed {
+            was: target.status,
+            changes,
+        };
+        Ok((next, Event::new(rearmed).task(&task_id), report))
     })?;
     let released = release_blocked(store, plan_id, &target.id)?;
     let mut lines = Vec::new();
@@ -352,7 +351,7 @@ pub fn complete(
         plan_id,
         &target,
         &update,
-        "task_marked_complete",
+        |was| EventKind::TaskMarkedComplete { was },
         vec![line],
     )
 }
@@ -376,8 +375,7 @@ pub fn uncomplete(
             output: Some(None),
             hold: None,
         },
-        "task_marked_not_done",
-        json!({ "task": target.id }),
+        Event::new(EventKind::TaskMarkedNotDone { was: target.status }),
         now(),
     )?;
     Ok(ControlReport {
@@ -404,7 +402,8 @@ pub fn skip(
         ..TaskUpdate::default()
     };
     let line = format!("task #{} {:?} skipped", target.order, target.id);
-    settle(store, plan_id, &target, &update, "task_skipped", vec![line])
+    let skipped = |was| EventKind::TaskSkipped { was };
+    settle(store, plan_id, &target, &update, skipped, vec![line])
 }
 
 /// Cancel a task: a running one is killed by its engine; a waiting one is cancelled now.
@@ -423,7 +422,10 @@ pub fn cancel(
     if target.status == TaskStatus::InProgress
         && let Some(pid) = engine_running(store, plan_id)?
     {
-        store.push_control(plan_id, "cancel", Some(&target.id), now())?;
+        let request = ControlRequest::Cancel {
+            task: target.id.clone(),
+        };
+        store.push_control(plan_id, &request, now())?;
         return Ok(ControlReport {
             lines: vec![format!(
                 "asked the engine (pid {pid}) to cancel task #{} {:?}",
@@ -451,13 +453,10 @@ pub fn cancel(
     };
     let mut updates: Vec<(&str, &TaskUpdate)> = vec![(target.id.as_str(), &cancelled)];
     updates.extend(blocked.iter().map(|id| (id.as_str(), &block)));
-    store.update_tasks(
-        plan_id,
-        &updates,
-        "task_cancelled",
-        json!({ "task": target.id, "blocked": blocked }),
-        now(),
-    )?;
+    let event = EventKind::TaskCancelled {
+        blocked: blocked.clone(),
+    };
+    store.update_tasks(plan_id, &updates, Event::new(event).task(&target.id), now())?;
     let mut lines = vec![format!("task #{} {:?} cancelled", target.order, target.id)];
     if !blocked.is_empty() {
         lines.push(format!("blocked its dependents: {}", blocked.join(", ")));
@@ -476,7 +475,10 @@ pub fn force_start(
     if target.status == TaskStatus::Completed {
         return Err(target.wrong_status("retry it first to run it again"));
     }
-    store.push_control(plan_id, "force_start", Some(&target.id), now())?;
+    let request = ControlRequest::ForceStart {
+        task: target.id.clone(),
+    };
+    store.push_control(plan_id, &request, now())?;
     let line = match engine_running(store, plan_id)? {
         Some(pid) => format!(
             "asked the engine (pid {pid}) to start task #{} {:?} now",
@@ -495,7 +497,7 @@ pub fn stop(store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineErr
     let Some(pid) = engine_running(store, plan_id)? else {
         return Err(EngineError::NoActiveRun);
     };
-    store.push_control(plan_id, "stop", None, now())?;
+    store.push_control(plan_id, &ControlRequest::Stop, now())?;
     Ok(ControlReport {
         lines: vec![format!(
             "asked the engine (pid {pid}) to stop; running tasks will be interrupted"
@@ -641,12 +643,11 @@ pub fn manual_tick(
             verdict.reason = format!("Passed: a person ticked off all {count} step(s).");
             t.verdict = Some(verdict);
         }
-        Ok((
-            next,
-            "manual_steps_ticked",
-            json!({ "task": task_id, "steps": ticked, "completed": done }),
-            done,
-        ))
+        let event = EventKind::ManualStepsTicked {
+            steps: ticked.clone(),
+            completed: done,
+        };
+        Ok((next, Event::new(event).task(&task_id), done))
     })?;
     let t = next.task(&task_id).ok_or_else(|| StoreError::UnknownTask {
         plan: plan_id.to_owned(),

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use weft_core::event::{Event, EventKind};
 use weft_core::{Run, RunStatus};
 use weft_git::Oid;
 use weft_store::Store;
@@ -229,13 +229,9 @@ impl Handoff {
             });
         }
         lines.extend(self.remove_everything(false)?);
-        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, now())?;
-        store.record_event(
-            Some(plan_id),
-            "handoff_merged",
-            json!({ "run": self.run.id }),
-            now(),
-        )?;
+        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
+        let merged = Event::new(EventKind::HandoffMerged).run(&self.run.id);
+        store.record_event(Some(plan_id), merged, now())?;
         Ok(lines)
     }
 
@@ -255,13 +251,9 @@ impl Handoff {
             ));
         }
         lines.extend(self.remove_everything(true)?);
-        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, now())?;
-        store.record_event(
-            Some(plan_id),
-            "handoff_discarded",
-            json!({ "run": self.run.id, "kept": kept }),
-            now(),
-        )?;
+        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
+        let discarded = Event::new(EventKind::HandoffDiscarded { kept }).run(&self.run.id);
+        store.record_event(Some(plan_id), discarded, now())?;
         Ok(lines)
     }
 

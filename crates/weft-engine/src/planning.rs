@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fs_err as fs;
-use serde_json::json;
 use weft_core::approval::{
     ApprovalPolicy, Asker, Decision, Mode, Outcome, Request, Scope, Subject,
 };
 use weft_core::edit::EditReport;
+use weft_core::event::{Event, EventKind};
 use weft_core::{Hint, Plan, PlanStatus, Timestamp};
 use weft_planner::conversation::{
     Backend, DEFAULT_MAX_STEPS, Finish, Host, LogItem, PlannerError, Session, SessionConfig,
@@ -320,8 +320,10 @@ pub fn plan_from_goal(
                 let mut next = current.clone();
                 next.tasks = tasks;
                 next.status = PlanStatus::Approved;
-                let payload = json!({ "tasks": next.tasks.len(), "source": "planner" });
-                Ok((next, "plan_planned", payload, ()))
+                let planned = EventKind::PlanPlanned {
+                    tasks: next.tasks.len(),
+                };
+                Ok((next, Event::new(planned), ()))
             })?;
             store.set_current_plan(&plan.id, now)?;
             record_prd(store, &plan.id, prd_path.as_deref(), now)?;
@@ -388,8 +390,11 @@ pub fn revise_plan(
                         detail: "it changed while the planner revised it".into(),
                     });
                 }
-                let payload = json!({ "edits": lines, "source": "planner" });
-                Ok((edited, "plan_revised", payload, ()))
+                Ok((
+                    edited,
+                    Event::new(EventKind::PlanRevised { edits: lines }),
+                    (),
+                ))
             })?;
             record_prd(store, &plan.id, saved_prd.as_deref(), now)?;
             Ok(PlanningOutcome::Revised {

@@ -645,7 +645,12 @@ fn a_revision_is_refused_when_the_plan_changed_meanwhile() {
                 .update_plan(&plan_id, START + 500, |plan| {
                     let mut next = plan.clone();
                     next.tasks[1].description = Some("edited in another terminal".into());
-                    Ok((next, "task_updated", json!({}), ()))
+                    let edited = weft_core::EventKind::TaskEdited {
+                        changes: vec![weft_core::FieldChange::Description(Some(
+                            "edited in another terminal".into(),
+                        ))],
+                    };
+                    Ok((next, weft_core::Event::new(edited), ()))
                 })
                 .unwrap();
         }

@@ -4,6 +4,12 @@
 //! workspace. Every change is one transaction that also appends an `events` row, and
 //! every read-modify-write takes the write lock before it reads, so two processes editing
 //! one plan never lose each other's edits.
+//!
+//! The event log holds typed [`weft_core::Event`]s: its API takes and returns them (the
+//! `kind` column is the event's kind, `payload` the whole event as JSON); a row no typed
+//! event can be read from (an earlier weft's) replays as
+//! [`weft_core::EventKind::Unrecognized`]. Secrets handed to [`Store::set_secrets`] are
+//! masked in every event before it is written.
 
 mod error;
 mod migrations;
@@ -16,16 +22,16 @@ use std::time::{Duration, Instant};
 
 use fs_err as fs;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
-use serde_json::json;
+pub use weft_core::Event;
 use weft_core::edit::{Edit, EditReport, apply};
-use weft_core::{Plan, PlanStatus, Task, Timestamp};
+use weft_core::{EventKind, Plan, PlanStatus, Task, Timestamp};
 
 pub use error::StoreError;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
 pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
 };
-pub use runs::{ClaimedRun, ControlRequest, TaskUpdate};
+pub use runs::{ClaimedRun, QueuedControl, TaskUpdate};
 
 /// File name of the database inside the state folder.
 pub const DATABASE_FILE: &str = "weft.db";
@@ -73,21 +79,13 @@ pub struct PlanDraft {
     pub source: String,
 }
 
-/// One row of the append-only event log.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Event {
-    pub seq: i64,
-    pub plan_id: Option<String>,
-    pub kind: String,
-    pub payload: serde_json::Value,
-    pub at: Timestamp,
-}
-
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
     path: PathBuf,
     busy_timeout: Duration,
+    /// Masks the events this handle appends.
+    log: rows::EventLog,
 }
 
 impl Store {
@@ -134,6 +132,7 @@ impl Store {
             conn,
             path,
             busy_timeout: options.busy_timeout,
+            log: rows::EventLog::default(),
         };
         store.prepare()?;
         Ok(store)
@@ -224,6 +223,17 @@ impl Store {
         move |error| StoreError::from_sqlite(&path, timeout, error)
     }
 
+    /// Secret values this handle masks (`****`) in every event it appends, in every text
+    /// field (a task prompt an edit set, a verdict's reason, a notice).
+    pub fn set_secrets(&mut self, secrets: Vec<String>) {
+        self.log.secrets = secrets;
+    }
+
+    /// The event log writer, detached from `self` for use inside [`Store::write`].
+    pub(crate) fn event_log(&self) -> rows::EventLog {
+        self.log.clone()
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -265,18 +275,18 @@ impl Store {
         };
         plan.renumber();
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             rows::insert_plan(tx, &plan).map_err(&sql)?;
             rows::write_tasks(tx, &plan).map_err(&sql)?;
             rows::set_meta(tx, rows::CURRENT_PLAN, &plan.id).map_err(&sql)?;
-            rows::append_event(
-                tx,
-                Some(&plan.id),
-                "plan_created",
-                &json!({ "goal": plan.goal, "tasks": plan.tasks.len(), "source": draft.source }),
-                now,
-            )
-            .map_err(&sql)?;
+            let created = EventKind::PlanCreated {
+                goal: plan.goal.clone(),
+                tasks: plan.tasks.len(),
+                source: draft.source,
+            };
+            log.append(tx, Some(&plan.id), Event::new(created), now)
+                .map_err(&sql)?;
             Ok(())
         })?;
         Ok(plan)
@@ -360,6 +370,7 @@ impl Store {
 
     pub fn set_current_plan(&mut self, id: &str, now: Timestamp) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             let exists: Option<i64> = tx
                 .query_row("SELECT 1 FROM plans WHERE id = ?1", [id], |r| r.get(0))
@@ -372,13 +383,16 @@ impl Store {
                 });
             }
             rows::set_meta(tx, rows::CURRENT_PLAN, id).map_err(&sql)?;
-            rows::append_event(tx, Some(id), "current_plan_set", &json!({}), now).map_err(&sql)
+            log.append(tx, Some(id), Event::new(EventKind::CurrentPlanSet), now)
+                .map_err(&sql)?;
+            Ok(())
         })
     }
 
     /// Delete a plan, its tasks and dependencies. Its events stay in the log.
     pub fn delete_plan(&mut self, id: &str, now: Timestamp) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             let deleted = tx
                 .execute("DELETE FROM plans WHERE id = ?1", [id])
@@ -394,7 +408,9 @@ impl Store {
                 [rows::CURRENT_PLAN, id],
             )
             .map_err(&sql)?;
-            rows::append_event(tx, Some(id), "plan_deleted", &json!({}), now).map_err(&sql)
+            log.append(tx, Some(id), Event::new(EventKind::PlanDeleted), now)
+                .map_err(&sql)?;
+            Ok(())
         })
     }
 
@@ -411,19 +427,21 @@ impl Store {
     ) -> Result<(Plan, EditReport), StoreError> {
         self.update_plan(plan_id, now, |plan| {
             let (next, report) = apply(plan, edit, known_runner)?;
-            Ok((next, report.kind, report.payload.clone(), report))
+            Ok((next, report.to_event(), report))
         })
     }
 
     /// Read-modify-write of one plan under the write lock. `change` returns the new plan,
-    /// the event kind and payload, and a value handed back to the caller.
+    /// the event that says what changed (the store adds the plan, time and sequence
+    /// number), and a value handed back to the caller.
     pub fn update_plan<T>(
         &mut self,
         plan_id: &str,
         now: Timestamp,
-        change: impl FnOnce(&Plan) -> Result<(Plan, &'static str, serde_json::Value, T), StoreError>,
+        change: impl FnOnce(&Plan) -> Result<(Plan, Event, T), StoreError>,
     ) -> Result<(Plan, T), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         let path = self.path.clone();
         self.write(|tx| {
             let current = rows::load_plan(tx, plan_id, rows::Detail::Full)
@@ -437,7 +455,7 @@ impl Store {
                     plan: plan_id.to_owned(),
                     detail,
                 })?;
-            let (mut next, kind, payload, value) = change(&current)?;
+            let (mut next, event, value) = change(&current)?;
             next.id = current.id.clone();
             next.created_at = current.created_at;
             next.updated_at = now.max(current.updated_at);
@@ -445,12 +463,13 @@ impl Store {
             next.renumber();
             rows::update_plan_row(tx, &next).map_err(&sql)?;
             rows::write_tasks(tx, &next).map_err(&sql)?;
-            rows::append_event(tx, Some(&next.id), kind, &payload, now).map_err(&sql)?;
+            log.append(tx, Some(&next.id), event, now).map_err(&sql)?;
             Ok((next, value))
         })
     }
 
     /// Events after `after_seq`, oldest first, at most `limit`; for one plan or all.
+    /// Rows an earlier (or later) weft wrote replay as [`EventKind::Unrecognized`].
     pub fn events(
         &self,
         plan_id: Option<&str>,

@@ -2,10 +2,9 @@
 //! research log, and approval asks that another terminal can answer.
 
 use rusqlite::{OptionalExtension, Row, params};
-use serde_json::json;
 use weft_core::Timestamp;
+use weft_core::event::{Event, EventKind};
 
-use crate::rows::append_event;
 use crate::{Store, StoreError};
 
 /// How a plan came from the planner.
@@ -202,6 +201,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             let last: i64 = tx
                 .query_row(
@@ -235,14 +235,12 @@ impl Store {
                 .map_err(&sql)?;
                 seqs.push(seq);
             }
-            append_event(
-                tx,
-                Some(plan_id),
-                "planner_log",
-                &json!({ "entries": entries.len(), "last_seq": seqs.last() }),
-                now,
-            )
-            .map_err(&sql)?;
+            let logged = EventKind::PlannerLogged {
+                entries: entries.len(),
+                last_seq: seqs.last().copied(),
+            };
+            log.append(tx, Some(plan_id), Event::new(logged), now)
+                .map_err(&sql)?;
             Ok(seqs)
         })
     }
@@ -278,6 +276,7 @@ impl Store {
     /// Publish an ask; returns its id (what `weft approvals allow ID` takes).
     pub fn open_ask(&mut self, ask: &NewAsk) -> Result<i64, StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO approval_asks
@@ -295,11 +294,15 @@ impl Store {
             )
             .map_err(&sql)?;
             let id = tx.last_insert_rowid();
-            append_event(
+            let asked = EventKind::ApprovalAsked {
+                ask: id,
+                scope: ask.scope.clone(),
+                subject: ask.subject.clone(),
+            };
+            log.append(
                 tx,
                 ask.plan_id.as_deref(),
-                "approval_asked",
-                &json!({ "ask": id, "scope": ask.scope, "subject": ask.subject }),
+                Event::new(asked),
                 ask.created_at,
             )
             .map_err(&sql)?;
@@ -316,6 +319,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<Result<AskRecord, AnswerRefused>, StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             let found = tx
                 .query_row(
@@ -341,14 +345,13 @@ impl Store {
                 params![id, allowed, scope, now],
             )
             .map_err(&sql)?;
-            append_event(
-                tx,
-                ask.plan_id.as_deref(),
-                "approval_answered",
-                &json!({ "ask": id, "allowed": allowed, "scope": scope }),
-                now,
-            )
-            .map_err(&sql)?;
+            let answered = EventKind::ApprovalAnswered {
+                ask: id,
+                allowed,
+                scope: scope.map(str::to_owned),
+            };
+            log.append(tx, ask.plan_id.as_deref(), Event::new(answered), now)
+                .map_err(&sql)?;
             ask.state = AskState::Answered;
             ask.answer_allowed = Some(allowed);
             ask.answer_scope = scope.map(str::to_owned);
@@ -392,6 +395,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             let plan: Option<Option<String>> = tx
                 .query_row(
@@ -411,14 +415,12 @@ impl Store {
                 params![id, decision, now],
             )
             .map_err(&sql)?;
-            append_event(
-                tx,
-                plan.as_deref(),
-                "approval_settled",
-                &json!({ "ask": id, "decision": decision }),
-                now,
-            )
-            .map_err(&sql)?;
+            let settled = EventKind::ApprovalSettled {
+                ask: id,
+                decision: decision.to_owned(),
+            };
+            log.append(tx, plan.as_deref(), Event::new(settled), now)
+                .map_err(&sql)?;
             Ok(())
         })
     }

@@ -4,7 +4,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use weft_core::{Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp};
 
-use crate::{Event, PlanSummary};
+use weft_core::Event;
+
+use crate::PlanSummary;
 
 pub(crate) const CURRENT_PLAN: &str = "current_plan";
 
@@ -341,20 +343,39 @@ pub(crate) fn set_meta(conn: &Connection, key: &str, value: &str) -> rusqlite::R
     Ok(())
 }
 
-pub(crate) fn append_event(
-    conn: &Connection,
-    plan_id: Option<&str>,
-    kind: &str,
-    payload: &serde_json::Value,
-    at: Timestamp,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO events (plan_id, kind, payload, at) VALUES (?1, ?2, ?3, ?4)",
-        params![plan_id, kind, payload.to_string(), at],
-    )?;
-    Ok(())
+/// Appends events to the log, masking every secret value it was given first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventLog {
+    pub(crate) secrets: Vec<String>,
 }
 
+impl EventLog {
+    /// Append `event` about `plan_id` (unless the event names its own plan) at `at`;
+    /// returns its sequence number.
+    pub(crate) fn append(
+        &self,
+        conn: &Connection,
+        plan_id: Option<&str>,
+        event: Event,
+        at: Timestamp,
+    ) -> rusqlite::Result<i64> {
+        let mut event = event.masked(&self.secrets);
+        event.at = at;
+        event.seq = 0;
+        if event.plan.is_none() {
+            event.plan = plan_id.map(str::to_owned);
+        }
+        conn.execute(
+            "INSERT INTO events (plan_id, kind, payload, at) VALUES (?1, ?2, ?3, ?4)",
+            params![event.plan, event.kind_name(), event.to_stored(), at],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+}
+
+/// Events after `after_seq`, oldest first. A row this weft cannot read as a typed event
+/// (an earlier weft's ad-hoc payload, a newer weft's kind) is replayed as
+/// [`weft_core::EventKind::Unrecognized`], never refused.
 pub(crate) fn events(
     conn: &Connection,
     plan_id: Option<&str>,
@@ -368,13 +389,14 @@ pub(crate) fn events(
     )?;
     let rows = select.query_map(params![after_seq, plan_id, limit], |r| {
         let payload: String = r.get(3)?;
-        Ok(Event {
-            seq: r.get(0)?,
-            plan_id: r.get(1)?,
-            kind: r.get(2)?,
-            payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
-            at: r.get(4)?,
-        })
+        let kind: String = r.get(2)?;
+        Ok(Event::from_stored(
+            r.get(0)?,
+            r.get(1)?,
+            &kind,
+            &payload,
+            r.get(4)?,
+        ))
     })?;
     rows.collect()
 }

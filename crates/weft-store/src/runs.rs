@@ -2,22 +2,20 @@
 //! reads.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::json;
+use weft_core::event::{ControlRequest, Event, EventKind, RunTotals};
 use weft_core::{
     Attempt, AttemptStatus, Denial, OutputSummary, Run, RunStatus, TaskStatus, Timestamp, Verdict,
 };
 
-use crate::rows::{Checked, append_event};
+use crate::rows::Checked;
 use crate::{Store, StoreError};
 
-/// A request for the engine that runs a plan, written by any process.
+/// A control request as queued for the engine that runs a plan, by any process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControlRequest {
+pub struct QueuedControl {
     pub seq: i64,
     pub plan_id: String,
-    /// `cancel`, `stop` or `force_start`.
-    pub kind: String,
-    pub task_id: Option<String>,
+    pub request: ControlRequest,
     pub created_at: Timestamp,
 }
 
@@ -232,6 +230,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<ClaimedRun, StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         let path = self.path().to_owned();
         self.write(|tx| {
             let existing = tx
@@ -270,14 +269,12 @@ impl Store {
                         params![run.id, pid, ticks as i64],
                     )
                     .map_err(&sql)?;
-                    append_event(
-                        tx,
-                        Some(plan_id),
-                        "run_continued",
-                        &json!({ "run": run.id, "pid": pid, "previous_pid": run.engine_pid }),
-                        now,
-                    )
-                    .map_err(&sql)?;
+                    let continued = EventKind::RunContinued {
+                        pid,
+                        previous_pid: run.engine_pid,
+                    };
+                    log.append(tx, Some(plan_id), Event::new(continued).run(&run.id), now)
+                        .map_err(&sql)?;
                     Ok(ClaimedRun {
                         run: Run {
                             status: RunStatus::Running,
@@ -316,14 +313,8 @@ impl Store {
                         ],
                     )
                     .map_err(&sql)?;
-                    append_event(
-                        tx,
-                        Some(plan_id),
-                        "run_started",
-                        &json!({ "run": run.id, "pid": pid }),
-                        now,
-                    )
-                    .map_err(&sql)?;
+                    let started = Event::new(EventKind::RunStarted { pid }).run(&run.id);
+                    log.append(tx, Some(plan_id), started, now).map_err(&sql)?;
                     Ok(ClaimedRun {
                         run,
                         continued: false,
@@ -343,32 +334,35 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             tx.execute(
                 "UPDATE runs SET base_ref = ?2, integration_branch = ?3 WHERE id = ?1",
                 params![run_id, base_ref, integration_branch],
             )
             .map_err(&sql)?;
-            append_event(
-                tx,
-                Some(plan_id),
-                "run_isolated",
-                &json!({ "run": run_id, "base": base_ref, "integration_branch": integration_branch }),
-                now,
-            )
-            .map_err(&sql)
+            let isolated = EventKind::RunIsolated {
+                base: base_ref.to_owned(),
+                integration_branch: integration_branch.to_owned(),
+            };
+            log.append(tx, Some(plan_id), Event::new(isolated).run(run_id), now)
+                .map_err(&sql)?;
+            Ok(())
         })
     }
 
-    /// The engine lets go of its run.
+    /// The engine lets go of its run (`totals`: how its tasks stood, when an engine ended
+    /// it rather than a handoff).
     pub fn release_run(
         &mut self,
         run_id: &str,
         plan_id: &str,
         status: RunStatus,
+        totals: Option<RunTotals>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             tx.execute(
                 "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
@@ -376,28 +370,27 @@ impl Store {
                 params![run_id, status.as_str(), now],
             )
             .map_err(&sql)?;
-            append_event(
-                tx,
-                Some(plan_id),
-                "run_ended",
-                &json!({ "run": run_id, "status": status.as_str() }),
-                now,
-            )
-            .map_err(&sql)
+            let ended = Event::new(EventKind::RunEnded { status, totals }).run(run_id);
+            log.append(tx, Some(plan_id), ended, now).map_err(&sql)?;
+            Ok(())
         })
     }
 
-    /// Change a task's run-state fields, with one event.
+    /// Change a task's run-state fields, with one event (about that task unless the event
+    /// names one).
     pub fn update_task(
         &mut self,
         plan_id: &str,
         task_id: &str,
         update: &TaskUpdate,
-        kind: &str,
-        payload: serde_json::Value,
+        event: Event,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        self.update_tasks(plan_id, &[(task_id, update)], kind, payload, now)
+        let event = match event.task {
+            Some(_) => event,
+            None => event.task(task_id),
+        };
+        self.update_tasks(plan_id, &[(task_id, update)], event, now)
     }
 
     /// Change several tasks at once (a failure blocking its descendants), with one event.
@@ -405,11 +398,11 @@ impl Store {
         &mut self,
         plan_id: &str,
         updates: &[(&str, &TaskUpdate)],
-        kind: &str,
-        payload: serde_json::Value,
+        event: Event,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             for (task_id, update) in updates {
                 let mut sets: Vec<&str> = Vec::new();
@@ -464,23 +457,29 @@ impl Store {
                 params![plan_id, now],
             )
             .map_err(&sql)?;
-            append_event(tx, Some(plan_id), kind, &payload, now).map_err(&sql)
+            log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
+            Ok(())
         })
     }
 
-    /// Insert or update an attempt row (with an event when `event` is given).
+    /// Insert or update an attempt row, with an event about the attempt (its run, task
+    /// and id are filled in where the event names none).
     pub fn save_attempt(
         &mut self,
         attempt: &Attempt,
-        event: Option<(&str, serde_json::Value)>,
+        event: EventKind,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             write_attempt(tx, attempt).map_err(&sql)?;
-            if let Some((kind, payload)) = event {
-                append_event(tx, Some(&attempt.plan_id), kind, &payload, now).map_err(&sql)?;
-            }
+            let event = Event::new(event)
+                .run(&attempt.run_id)
+                .task(&attempt.task_id)
+                .attempt(&attempt.id);
+            log.append(tx, Some(&attempt.plan_id), event, now)
+                .map_err(&sql)?;
             Ok(())
         })
     }
@@ -533,42 +532,43 @@ impl Store {
             .next())
     }
 
-    /// Queue a request for the engine running `plan_id`.
+    /// Queue a request for the engine running `plan_id`; returns its sequence number.
     pub fn push_control(
         &mut self,
         plan_id: &str,
-        kind: &str,
-        task_id: Option<&str>,
+        request: &ControlRequest,
         now: Timestamp,
     ) -> Result<i64, StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO control_requests (plan_id, kind, task_id, created_at)
                  VALUES (?1, ?2, ?3, ?4)",
-                params![plan_id, kind, task_id, now],
+                params![plan_id, request.kind(), request.task(), now],
             )
             .map_err(&sql)?;
             let seq = tx.last_insert_rowid();
-            append_event(
-                tx,
-                Some(plan_id),
-                "control_requested",
-                &json!({ "request": kind, "task": task_id, "seq": seq }),
-                now,
-            )
-            .map_err(&sql)?;
+            let mut event = Event::new(EventKind::ControlRequested {
+                request: request.clone(),
+                request_seq: seq,
+            });
+            event.task = request.task().map(str::to_owned);
+            log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
             Ok(seq)
         })
     }
 
-    /// Take every unhandled request for the plan, marking them handled.
+    /// Take every unhandled request for the plan, marking them handled (one
+    /// [`EventKind::ControlHandled`] each). A kind this weft does not know comes back as
+    /// [`ControlRequest::Unrecognized`].
     pub fn take_controls(
         &mut self,
         plan_id: &str,
         now: Timestamp,
-    ) -> Result<Vec<ControlRequest>, StoreError> {
+    ) -> Result<Vec<QueuedControl>, StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         // Cheap check first: most ticks have nothing to take and need no write lock.
         let pending: i64 = self
             .conn
@@ -590,11 +590,11 @@ impl Store {
                 .map_err(&sql)?;
             let requests = stmt
                 .query_map([plan_id], |r| {
-                    Ok(ControlRequest {
+                    let kind: String = r.get(2)?;
+                    Ok(QueuedControl {
                         seq: r.get(0)?,
                         plan_id: r.get(1)?,
-                        kind: r.get(2)?,
-                        task_id: r.get(3)?,
+                        request: ControlRequest::from_stored(&kind, r.get(3)?),
                         created_at: r.get(4)?,
                     })
                 })
@@ -606,6 +606,14 @@ impl Store {
                 params![plan_id, now],
             )
             .map_err(&sql)?;
+            for queued in &requests {
+                let mut event = Event::new(EventKind::ControlHandled {
+                    request: queued.request.clone(),
+                    request_seq: queued.seq,
+                });
+                event.task = queued.request.task().map(str::to_owned);
+                log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
+            }
             Ok(requests)
         })
     }
@@ -618,6 +626,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
+        let log = self.event_log();
         self.write(|tx| {
             tx.execute(
                 "UPDATE plans SET status = ?2, revision = revision + 1,
@@ -625,27 +634,23 @@ impl Store {
                 params![plan_id, status.as_str(), now],
             )
             .map_err(&sql)?;
-            append_event(
-                tx,
-                Some(plan_id),
-                "plan_status",
-                &json!({ "status": status.as_str() }),
-                now,
-            )
-            .map_err(&sql)
+            let changed = Event::new(EventKind::PlanStatusChanged { status });
+            log.append(tx, Some(plan_id), changed, now).map_err(&sql)?;
+            Ok(())
         })
     }
 
-    /// Append an event that goes with no row change (engine progress, warnings).
+    /// Append an event that goes with no row change (engine progress, notices); returns
+    /// its sequence number.
     pub fn record_event(
         &mut self,
         plan_id: Option<&str>,
-        kind: &str,
-        payload: serde_json::Value,
+        event: Event,
         now: Timestamp,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         let sql = self.mapper();
-        self.write(|tx| append_event(tx, plan_id, kind, &payload, now).map_err(&sql))
+        let log = self.event_log();
+        self.write(|tx| log.append(tx, plan_id, event, now).map_err(&sql))
     }
 
     /// The plan's revision. Every change to the plan or its tasks moves it by one, so a

@@ -17,12 +17,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use serde_json::json;
 use weft_core::Hint as _;
 use weft_core::edit::{Edit, EditError, NewTask, TaskChanges};
 use weft_core::{
-    Check, OutputSummary, Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Verdict,
-    VerdictOutcome,
+    Check, EventKind, OutputSummary, Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp,
+    Verdict, VerdictOutcome,
 };
 use weft_store::{DATABASE_FILE, Event, OpenOptions, PlanDraft, SCHEMA_VERSION, Store, StoreError};
 
@@ -154,8 +153,8 @@ fn one_new_event(store: &Store, seen: &mut i64, kind: &str, plan_id: &str, at: T
         "expected exactly one new event {kind:?}, got {new:#?}"
     );
     let event = new.into_iter().next().unwrap();
-    assert_eq!(event.kind, kind, "{event:#?}");
-    assert_eq!(event.plan_id.as_deref(), Some(plan_id), "{event:#?}");
+    assert_eq!(event.kind_name(), kind, "{event:#?}");
+    assert_eq!(event.plan.as_deref(), Some(plan_id), "{event:#?}");
     assert_eq!(event.at, at, "{event:#?}");
     assert!(event.seq > *seen, "{event:#?}");
     *seen = event.seq;
@@ -342,8 +341,12 @@ fn every_change_appends_exactly_one_event() {
         .unwrap();
     let event = one_new_event(&store, &mut seen, "plan_created", &other.id, 50);
     assert_eq!(
-        event.payload,
-        json!({ "goal": "other plan", "tasks": 1, "source": "test" })
+        event.event,
+        EventKind::PlanCreated {
+            goal: "other plan".into(),
+            tasks: 1,
+            source: "test".into()
+        }
     );
 
     let plan = store
@@ -383,7 +386,7 @@ fn every_change_appends_exactly_one_event() {
                     ..TaskChanges::default()
                 },
             },
-            "task_updated",
+            "task_edited",
             vec!["c", "a", "b"],
         ),
         (
@@ -412,14 +415,19 @@ fn every_change_appends_exactly_one_event() {
     for (step, (edit, kind, order)) in edits.into_iter().enumerate() {
         let now = 200 + i64::try_from(step).unwrap();
         let (edited, report) = store.apply_edit(&id, &edit, &any_runner, now).unwrap();
-        assert_eq!(report.kind, kind);
+        assert_eq!(report.to_event().kind_name(), kind);
         revision += 1;
         assert_eq!(edited.revision, revision, "after {kind}");
         assert_eq!(edited.updated_at, now);
         assert_eq!(ids(&edited), order, "after {kind}");
         assert_eq!(store.plan(&id).unwrap(), edited, "after {kind}");
         let event = one_new_event(&store, &mut seen, kind, &id, now);
-        assert_eq!(event.payload, report.payload, "after {kind}");
+        assert_eq!(event.event, report.event, "after {kind}");
+        assert_eq!(
+            event.task.as_deref(),
+            Some(report.task.as_str()),
+            "after {kind}"
+        );
     }
     let stored = store.plan(&id).unwrap();
     assert_eq!(
@@ -444,7 +452,7 @@ fn every_change_appends_exactly_one_event() {
     // The whole log, oldest first; a deleted plan's events stay.
     let log: Vec<(String, Option<String>)> = all_events(&store)
         .into_iter()
-        .map(|e| (e.kind, e.plan_id))
+        .map(|e| (e.kind_name(), e.plan))
         .collect();
     let on = |kind: &str, plan: &str| (kind.to_owned(), Some(plan.to_owned()));
     assert_eq!(
@@ -455,7 +463,7 @@ fn every_change_appends_exactly_one_event() {
             on("task_added", &id),
             on("task_moved", &id),
             on("dependencies_set", &id),
-            on("task_updated", &id),
+            on("task_edited", &id),
             on("task_held", &id),
             on("task_released", &id),
             on("task_removed", &id),
@@ -469,15 +477,12 @@ fn every_change_appends_exactly_one_event() {
     // Filtering by plan, paging by seq and limit.
     let for_other = store.events(Some(&other.id), 0, 100).unwrap();
     assert_eq!(
-        for_other
-            .iter()
-            .map(|e| e.kind.as_str())
-            .collect::<Vec<_>>(),
+        for_other.iter().map(Event::kind_name).collect::<Vec<_>>(),
         ["plan_created", "current_plan_set"]
     );
     let page = store.events(Some(&id), seqs[2], 2).unwrap();
     assert_eq!(
-        page.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        page.iter().map(Event::kind_name).collect::<Vec<_>>(),
         ["task_moved", "dependencies_set"]
     );
 }
@@ -564,7 +569,7 @@ fn a_refused_change_appends_no_event_and_changes_nothing() {
 
     // A refusal from the caller's own change is rolled back the same way.
     let err = store
-        .update_plan(&id, 500, |_| -> Result<(Plan, &'static str, _, ()), _> {
+        .update_plan(&id, 500, |_| -> Result<(Plan, Event, ()), _> {
             Err(StoreError::Edit(EditError::NoChanges))
         })
         .unwrap_err();
@@ -712,7 +717,10 @@ fn a_plan_with_every_field_set_round_trips() {
             next.id = "not-the-id".into();
             next.revision = 99;
             next.created_at = 0;
-            Ok((next, "task_finished", json!({ "task": "deploy" }), 42))
+            let note = EventKind::Notice {
+                text: "deploy finished".into(),
+            };
+            Ok((next, Event::new(note).task("deploy"), 42))
         })
         .unwrap();
     assert_eq!(value, 42);
@@ -756,13 +764,16 @@ fn a_plan_with_every_field_set_round_trips() {
     );
 
     let last = all_events(&store).pop().unwrap();
-    assert_eq!(last.kind, "task_finished");
-    assert_eq!(last.payload, json!({ "task": "deploy" }));
+    assert_eq!(last.kind_name(), "notice");
+    assert_eq!(last.task.as_deref(), Some("deploy"));
 
     // A clock that went backwards never moves updated_at back.
     let (same_time, ()) = store
         .update_plan(&created.id, 5, |plan| {
-            Ok((plan.clone(), "noop", json!({}), ()))
+            let note = EventKind::Notice {
+                text: "noop".into(),
+            };
+            Ok((plan.clone(), Event::new(note), ()))
         })
         .unwrap();
     assert_eq!(same_time.updated_at, 1_700_000_001_000);
@@ -999,7 +1010,7 @@ fn a_held_write_lock_gives_busy_after_the_timeout_and_reads_still_work() {
     assert_eq!(store.plan(&id).unwrap(), edited);
     let events = all_events(&store);
     assert_eq!(
-        events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        events.iter().map(Event::kind_name).collect::<Vec<_>>(),
         ["plan_created", "task_added"]
     );
 }
@@ -1252,7 +1263,7 @@ fn interleaved_edits_from_two_handles_are_both_kept() {
     let (edited, seen_by_a) = a
         .update_plan(&id, 300, |current| {
             let (next, report) = weft_core::edit::apply(current, &add("from-a"), &any_runner)?;
-            Ok((next, report.kind, report.payload, ids(current).join(",")))
+            Ok((next, report.to_event(), ids(current).join(",")))
         })
         .unwrap();
     assert_eq!(seen_by_a, "root,from-b");
@@ -1313,7 +1324,10 @@ fn concurrent_writers_in_threads_never_lose_an_edit() {
     let events = store.events(Some(&id), 0, 1_000).unwrap();
     assert_eq!(events.len(), THREADS * EDITS + 1);
     assert_eq!(
-        events.iter().filter(|e| e.kind == "task_added").count(),
+        events
+            .iter()
+            .filter(|e| e.kind_name() == "task_added")
+            .count(),
         THREADS * EDITS
     );
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));

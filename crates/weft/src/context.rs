@@ -84,10 +84,8 @@ impl Ctx {
 
     /// The store if weft has written one here; reading never creates `.weft/`.
     pub fn store_if_any(&self) -> CliResult<Option<Store>> {
-        Ok(Store::open_existing(
-            &self.workspace.state_dir(),
-            self.open_options(),
-        )?)
+        let store = Store::open_existing(&self.workspace.state_dir(), self.open_options())?;
+        Ok(store.map(masking_secrets))
     }
 
     /// The store, or an error saying there is no plan yet.
@@ -97,10 +95,8 @@ impl Ctx {
 
     /// The store, created on first write.
     pub fn store_for_write(&self) -> CliResult<Store> {
-        Ok(Store::open_or_create(
-            &self.workspace.state_dir(),
-            self.open_options(),
-        )?)
+        let store = Store::open_or_create(&self.workspace.state_dir(), self.open_options())?;
+        Ok(masking_secrets(store))
     }
 
     fn no_plan_yet(&self) -> CliError {
@@ -148,9 +144,7 @@ impl Ctx {
         for error in &broken {
             warnings_text(&format!("runner manifest skipped: {error}"));
         }
-        let vars: Vec<(String, String)> = std::env::vars().collect();
-        let secrets =
-            weft_engine::secrets::secret_values(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let secrets = env_secrets();
         let settings = &self.settings;
         Ok(EngineConfig {
             workspace: self.workspace.root.clone(),
@@ -194,6 +188,19 @@ impl Ctx {
             },
         })
     }
+}
+
+/// The values of this process's secret-named environment variables.
+fn env_secrets() -> Vec<String> {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    weft_engine::secrets::secret_values(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// A store that masks the environment's secret values in every event it writes (a task
+/// prompt an edit sets may quote one).
+fn masking_secrets(mut store: Store) -> Store {
+    store.set_secrets(env_secrets());
+    store
 }
 
 /// Where the agent CLIs keep their transcripts, from the environment.

@@ -1,5 +1,7 @@
-//! Rendering engine events: a live display on a terminal, plain lines otherwise, JSON
-//! lines with `--json`.
+//! Rendering engine events for people: a live display on a terminal, plain lines
+//! otherwise. (`weft run --json` prints the stored typed events instead; see
+//! `commands/run.rs`.) Every match is exhaustive: a new event is a compile error here until
+//! it is rendered or deliberately left out.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -7,18 +9,15 @@ use std::time::Instant;
 
 use weft_engine::EngineEvent;
 
-/// How events reach the user.
+/// How events reach the person.
 pub enum Progress {
-    Json,
     Plain,
     Live(LiveDisplay),
 }
 
 impl Progress {
-    pub fn new(json: bool) -> Progress {
-        if json {
-            Progress::Json
-        } else if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+    pub fn for_stdout() -> Progress {
+        if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
             Progress::Live(LiveDisplay::default())
         } else {
             Progress::Plain
@@ -27,12 +26,6 @@ impl Progress {
 
     pub fn event(&mut self, event: &EngineEvent) {
         match self {
-            Progress::Json => {
-                let line = serde_json::to_string(event).expect("events serialize");
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
             Progress::Plain => {
                 if let Some(line) = plain_line(event) {
                     let mut out = std::io::stdout().lock();
@@ -207,7 +200,16 @@ impl LiveDisplay {
             EngineEvent::TaskFinished { task, .. } => {
                 self.running.remove(task);
             }
-            _ => {}
+            // Permanent lines only (below), or nothing but a redraw of the clocks.
+            EngineEvent::RunStarted { .. }
+            | EngineEvent::Reconciled { .. }
+            | EngineEvent::TasksBlocked { .. }
+            | EngineEvent::Halted { .. }
+            | EngineEvent::WaitingForPerson { .. }
+            | EngineEvent::ControlHandled { .. }
+            | EngineEvent::Tick
+            | EngineEvent::Notice { .. }
+            | EngineEvent::RunEnded { .. } => {}
         }
         let mut out = std::io::stdout().lock();
         // Erase the block, print the permanent line (if any), redraw the block.

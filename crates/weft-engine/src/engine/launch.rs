@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use serde_json::json;
 use weft_agents::supervise::process_start_ticks;
+use weft_core::event::{Event, EventKind};
 use weft_core::{Attempt, AttemptStatus, TaskKind, TaskStatus};
 use weft_store::TaskUpdate;
 
@@ -255,28 +255,31 @@ impl RunLoop<'_> {
         runner: &str,
         links: Vec<String>,
     ) -> Result<(), super::EngineError> {
-        self.store.save_attempt(
-            record,
-            Some((
-                "attempt_started",
-                json!({
-                    "attempt": record.id, "task": record.task_id, "number": record.number,
-                    "runner": runner, "pid": record.pid, "links": links,
-                }),
-            )),
-            now(),
-        )?;
+        let started = EventKind::AttemptStarted {
+            number: record.number,
+            runner: runner.to_owned(),
+            pid: record.pid,
+            links,
+        };
+        self.store.save_attempt(record, started, now())?;
         let update = TaskUpdate {
             status: Some(TaskStatus::InProgress),
             ..TaskUpdate::default()
         };
-        let payload = json!({ "task": record.task_id, "attempt": record.id });
-        self.view.update_task(
-            &mut self.store,
-            &record.task_id,
-            &update,
-            "task_started",
-            payload,
-        )
+        let (order, title) = self
+            .view
+            .task(&record.task_id)
+            .map(|t| (t.order, t.title.clone()))
+            .unwrap_or_default();
+        let event = Event::new(EventKind::TaskStarted {
+            order,
+            title,
+            runner: runner.to_owned(),
+            number: record.number,
+        })
+        .run(&record.run_id)
+        .attempt(&record.id);
+        self.view
+            .update_task(&mut self.store, &record.task_id, &update, event)
     }
 }

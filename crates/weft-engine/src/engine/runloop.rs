@@ -16,6 +16,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
 use fs_err as fs;
 use weft_agents::supervise::process_start_ticks;
+use weft_core::event::{ControlRequest, Event, EventKind, RunTotals};
 use weft_core::{PlanStatus, RunStatus, TaskKind, TaskStatus};
 use weft_store::{OpenOptions, Store};
 
@@ -72,6 +73,7 @@ impl<'a> RunLoop<'a> {
             busy_timeout: config.limits.busy_timeout,
         };
         let mut store = Store::open_or_create(&config.state_dir, options)?;
+        store.set_secrets(config.supervision.secrets.clone());
         let plan = store.plan(&config.plan_id)?;
         if plan.status == PlanStatus::Draft {
             return Err(EngineError::Draft {
@@ -185,7 +187,7 @@ impl<'a> RunLoop<'a> {
                 self.view.refresh(&self.store)?;
                 self.start_ready()?;
                 if self.live.is_empty() {
-                    if self.nothing_left() {
+                    if self.nothing_left()? {
                         break;
                     }
                     continue;
@@ -204,12 +206,23 @@ impl<'a> RunLoop<'a> {
         if self.stopping || !crate::interrupted(self.config.supervision.interrupt.as_ref()) {
             return false;
         }
-        self.emit(EngineEvent::Notice {
-            text: "interrupted: stopping the running tasks (press Ctrl-C again to quit at once)"
-                .into(),
-        });
+        // Stopping must not wait on the store: a notice it could not record is still shown.
+        let _ = self.notice(
+            "interrupted: stopping the running tasks (press Ctrl-C again to quit at once)".into(),
+        );
         self.stop();
         true
+    }
+
+    /// Tell the user something that is not about one task: stored, then shown.
+    fn notice(&mut self, text: String) -> Result<(), EngineError> {
+        let event = Event::new(EventKind::Notice { text: text.clone() }).run(&self.run_id);
+        let stored = self
+            .store
+            .record_event(Some(&self.config.plan_id), event, now());
+        (self.on_event)(EngineEvent::Notice { text });
+        stored.map(|_| ())?;
+        Ok(())
     }
 
     fn stop(&mut self) {
@@ -221,14 +234,14 @@ impl<'a> RunLoop<'a> {
 
     /// Act on the control requests other processes left for this plan.
     fn take_controls(&mut self) -> Result<(), EngineError> {
-        for request in self.store.take_controls(&self.config.plan_id, now())? {
+        for queued in self.store.take_controls(&self.config.plan_id, now())? {
             self.emit(EngineEvent::ControlHandled {
-                request: request.kind.clone(),
-                task: request.task_id.clone(),
+                request: queued.request.kind().to_owned(),
+                task: queued.request.task().map(str::to_owned),
             });
-            match (request.kind.as_str(), request.task_id) {
-                ("stop", _) => self.stop(),
-                ("cancel", Some(task)) => {
+            match queued.request {
+                ControlRequest::Stop => self.stop(),
+                ControlRequest::Cancel { task } => {
                     if let Some(running) =
                         self.live.values_mut().find(|l| l.attempt.task_id == task)
                     {
@@ -236,8 +249,8 @@ impl<'a> RunLoop<'a> {
                         running.canceller.cancel();
                     }
                 }
-                ("force_start", Some(task)) => self.forced.push(task),
-                ("repair", Some(task)) => {
+                ControlRequest::ForceStart { task } => self.forced.push(task),
+                ControlRequest::Repair { task } => {
                     let branch = self
                         .store
                         .attempts_of_task(&self.config.plan_id, &task)?
@@ -248,7 +261,9 @@ impl<'a> RunLoop<'a> {
                         self.repairs.insert(task, branch);
                     }
                 }
-                _ => {}
+                // Written by a newer weft; its `control_handled` event records that it was
+                // taken (and left alone).
+                ControlRequest::Unrecognized { .. } => {}
             }
         }
         Ok(())
@@ -311,24 +326,31 @@ impl<'a> RunLoop<'a> {
 
     /// With nothing running: announce the manual tasks waiting for a person, and say
     /// whether the run is over.
-    fn nothing_left(&mut self) -> bool {
+    fn nothing_left(&mut self) -> Result<bool, EngineError> {
         for index in self.view.waiting_for_person() {
             let task = &self.view.plan().tasks[index];
             if self.announced_waiting.insert(task.id.clone()) {
+                let waiting = EventKind::WaitingForPerson {
+                    order: task.order,
+                    title: task.title.clone(),
+                };
+                let waiting = Event::new(waiting).run(&self.run_id).task(&task.id);
                 let event = EngineEvent::WaitingForPerson {
                     order: task.order,
                     task: task.id.clone(),
                     title: task.title.clone(),
                 };
+                self.store
+                    .record_event(Some(&self.config.plan_id), waiting, now())?;
                 self.emit(event);
             }
         }
-        self.stopping
+        Ok(self.stopping
             || self
                 .view
                 .next_to_start(0, self.config.limits.parallel, self.halted)
                 .is_empty()
-                && self.forced.is_empty()
+                && self.forced.is_empty())
     }
 
     /// Wait for the attempts' messages (at most one poll interval), handle every one that
@@ -368,10 +390,12 @@ impl<'a> RunLoop<'a> {
 
     /// Give back stashed changes, record how the run ended and release it.
     fn end(mut self) -> Result<RunSummary, EngineError> {
-        if let Some(iso) = &self.isolation {
-            for text in iso.restore_stashes(&self.stashes) {
-                (self.on_event)(EngineEvent::Notice { text });
-            }
+        let restored = match &self.isolation {
+            Some(iso) => iso.restore_stashes(&self.stashes),
+            None => Vec::new(),
+        };
+        for text in restored {
+            self.notice(text)?;
         }
         self.view.refresh(&self.store)?;
         let total = self.view.plan().tasks.len();
@@ -392,8 +416,23 @@ impl<'a> RunLoop<'a> {
             RunStatus::Failed
         };
         let (input_tokens, output_tokens, cost_usd) = self.usage()?;
-        self.store
-            .release_run(&self.run_id, &self.config.plan_id, status, now())?;
+        let totals = RunTotals {
+            completed,
+            skipped,
+            failed,
+            blocked,
+            waiting: total - completed - skipped - failed - blocked,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        };
+        self.store.release_run(
+            &self.run_id,
+            &self.config.plan_id,
+            status,
+            Some(totals),
+            now(),
+        )?;
         let plan_status = match status {
             RunStatus::Completed => PlanStatus::Completed,
             RunStatus::Stopped => PlanStatus::Approved,

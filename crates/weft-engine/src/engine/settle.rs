@@ -2,7 +2,7 @@
 //! thread), the landing when there is one, the statuses core's `settle` gives them, and
 //! what a failure or a pass changes downstream.
 
-use serde_json::json;
+use weft_core::event::{Event, EventKind, TranscriptFound, Usage};
 use weft_core::prompt::{TAIL_CHARS, tail_chars};
 use weft_core::verdict::{Cancelled, Evidence, decide, settle, with_landing};
 use weft_core::{
@@ -106,10 +106,9 @@ impl RunLoop<'_> {
                         verdict: Some(ended.result.verdict.clone()),
                         ..ended.live.attempt.clone()
                     },
-                    Some((
-                        "landing_started",
-                        json!({ "attempt": ended.live.attempt.id, "task": ended.live.attempt.task_id, "branch": cut.branch }),
-                    )),
+                    EventKind::LandingStarted {
+                        branch: cut.branch.clone(),
+                    },
                     now(),
                 )?;
                 self.landings.push(Waiting {
@@ -173,21 +172,29 @@ impl RunLoop<'_> {
             landing,
             ..ended.live.attempt.clone()
         };
-        let transcript = ended.result.transcript.as_ref().map(|t| {
-            json!({ "path": t.path, "weak": t.weak, "marker_found": t.marker_found, "how": t.how })
+        let transcript = ended.result.transcript.as_ref().map(|t| TranscriptFound {
+            path: t.path.display().to_string(),
+            weak: t.weak,
+            marker_found: t.marker_found,
+            how: t.how.clone(),
         });
-        self.store.save_attempt(
-            &attempt,
-            Some((
-                "attempt_finished",
-                json!({
-                    "attempt": attempt.id, "task": attempt.task_id,
-                    "status": attempt_status.as_str(), "reason": verdict.reason,
-                    "transcript": transcript,
-                }),
-            )),
-            now(),
-        )?;
+        let duration_ms = ended.live.started.elapsed().as_millis() as u64;
+        let finished = EventKind::AttemptFinished {
+            status: attempt_status,
+            exit_code: attempt.exit_code,
+            signal: attempt.signal,
+            verdict: verdict.clone(),
+            usage: Usage {
+                input_tokens: attempt.input_tokens,
+                output_tokens: attempt.output_tokens,
+                cost_usd: attempt.cost_usd,
+            },
+            denials: denials.clone(),
+            landing: attempt.landing.clone(),
+            transcript,
+            duration_ms,
+        };
+        self.store.save_attempt(&attempt, finished, now())?;
         let update = TaskUpdate {
             status: Some(task_status),
             verdict: Some(Some(verdict.clone())),
@@ -198,14 +205,17 @@ impl RunLoop<'_> {
             })),
             hold: None,
         };
-        let kind = if passed {
-            "task_completed"
-        } else {
-            "task_failed"
-        };
-        let payload = json!({ "task": attempt.task_id, "status": task_status.as_str(), "reason": verdict.reason });
+        let event = Event::new(EventKind::TaskFinished {
+            order: ended.live.order,
+            title: ended.live.title.clone(),
+            status: task_status,
+            reason: verdict.reason.clone(),
+            after_restart: false,
+        })
+        .run(&attempt.run_id)
+        .attempt(&attempt.id);
         self.view
-            .update_task(&mut self.store, &attempt.task_id, &update, kind, payload)?;
+            .update_task(&mut self.store, &attempt.task_id, &update, event)?;
         self.emit(EngineEvent::TaskFinished {
             order: ended.live.order,
             task: attempt.task_id.clone(),
@@ -213,7 +223,7 @@ impl RunLoop<'_> {
             passed,
             status: task_status.to_string(),
             reason: verdict.reason.clone(),
-            duration_ms: ended.live.started.elapsed().as_millis() as u64,
+            duration_ms,
             cost_usd: attempt.cost_usd,
             denials: denials.len(),
         });
@@ -245,13 +255,13 @@ impl RunLoop<'_> {
         let landed = status == TaskStatus::Completed;
         self.store.save_attempt(
             &Attempt {
-                landing: Some(landing),
+                landing: Some(landing.clone()),
                 ..attempt.clone()
             },
-            Some((
-                "landing_finished",
-                json!({ "attempt": attempt.id, "task": task.id, "after_restart": true }),
-            )),
+            EventKind::LandingFinished {
+                landing,
+                after_restart: true,
+            },
             now(),
         )?;
         let update = TaskUpdate {
@@ -259,14 +269,17 @@ impl RunLoop<'_> {
             verdict: Some(attempt.verdict.clone()),
             ..TaskUpdate::default()
         };
-        let kind = if landed {
-            "task_completed"
-        } else {
-            "task_failed"
-        };
-        let payload = json!({ "task": task.id, "status": status.as_str(), "after_restart": true });
+        let event = Event::new(EventKind::TaskFinished {
+            order: task.order,
+            title: task.title.clone(),
+            status,
+            reason: "its landing was finished after a restart".into(),
+            after_restart: true,
+        })
+        .run(&attempt.run_id)
+        .attempt(&attempt.id);
         self.view
-            .update_task(&mut self.store, &task.id, &update, kind, payload)?;
+            .update_task(&mut self.store, &task.id, &update, event)?;
         self.emit(EngineEvent::TaskFinished {
             order: task.order,
             task: task.id.clone(),
@@ -292,6 +305,12 @@ impl RunLoop<'_> {
         }
         if self.config.failures.halt && !self.halted {
             self.halted = true;
+            let halt = Event::new(EventKind::RunHalted {
+                by: failed.to_owned(),
+            })
+            .run(&self.run_id);
+            self.store
+                .record_event(Some(&self.config.plan_id), halt, now())?;
             self.emit(EngineEvent::Halted {
                 by: failed.to_owned(),
             });
@@ -341,9 +360,10 @@ impl RunLoop<'_> {
             cut_from: None,
             landing: None,
         };
-        let payload = json!({ "task": task.id, "reason": reason });
-        self.store
-            .save_attempt(&attempt, Some(("attempt_failed_to_start", payload)), now())?;
+        let failed = EventKind::AttemptFailedToStart {
+            reason: reason.to_owned(),
+        };
+        self.store.save_attempt(&attempt, failed, now())?;
         let update = TaskUpdate {
             status: Some(TaskStatus::Failed),
             verdict: Some(Some(verdict.clone())),
@@ -354,8 +374,16 @@ impl RunLoop<'_> {
             })),
             hold: None,
         };
-        let payload = json!({ "task": task.id, "reason": verdict.reason });
+        let event = Event::new(EventKind::TaskFinished {
+            order: task.order,
+            title: task.title.clone(),
+            status: TaskStatus::Failed,
+            reason: verdict.reason.clone(),
+            after_restart: false,
+        })
+        .run(&self.run_id)
+        .attempt(&attempt.id);
         self.view
-            .update_task(&mut self.store, &task.id, &update, "task_failed", payload)
+            .update_task(&mut self.store, &task.id, &update, event)
     }
 }

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::json;
 use weft_agents::preflight;
 use weft_agents::supervise::kill_group;
+use weft_core::event::{Event, EventKind};
 use weft_core::{AttemptStatus, Plan, TaskKind, TaskStatus};
 use weft_git::Oid;
 use weft_store::{Store, TaskUpdate};
@@ -76,12 +76,13 @@ pub(super) fn isolate(
         config.isolation.stash,
     )?;
     for (_, stash) in &prepared.stashes {
-        on_event(EngineEvent::Notice {
-            text: format!(
-                "stashed your uncommitted changes as {}; they come back when the run ends",
-                stash.short()
-            ),
-        });
+        let text = format!(
+            "stashed your uncommitted changes as {}; they come back when the run ends",
+            stash.short()
+        );
+        let notice = Event::new(EventKind::Notice { text: text.clone() }).run(run_id);
+        store.record_event(Some(&config.plan_id), notice, now())?;
+        on_event(EngineEvent::Notice { text });
     }
     let isolation = prepared.isolation;
     if let Some(base) = prepared.base {
@@ -114,10 +115,9 @@ impl RunLoop<'_> {
             attempt.ended_at = Some(now());
             self.store.save_attempt(
                 &attempt,
-                Some((
-                    "attempt_interrupted",
-                    json!({ "attempt": attempt.id, "task": attempt.task_id, "run": self.run_id, "killed_leftover": killed }),
-                )),
+                EventKind::AttemptInterrupted {
+                    killed_leftover: killed,
+                },
                 now(),
             )?;
             self.emit(EngineEvent::Reconciled {
@@ -186,9 +186,11 @@ impl RunLoop<'_> {
             };
             let updates: Vec<(&str, &TaskUpdate)> =
                 requeue.iter().map(|id| (id.as_str(), &pending)).collect();
-            let payload = json!({ "tasks": requeue });
+            let requeued = EventKind::TasksRequeued {
+                tasks: requeue.clone(),
+            };
             self.view
-                .update_tasks(&mut self.store, &updates, "tasks_requeued", payload)?;
+                .update_tasks(&mut self.store, &updates, Event::new(requeued))?;
             for id in &requeue {
                 self.view.release_blocked(&mut self.store, id)?;
             }

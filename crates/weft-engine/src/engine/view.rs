@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use weft_core::event::{Event, EventKind};
 use weft_core::schedule::{Frontier, stopped_by_failure};
 use weft_core::{Plan, PlanStatus, Task, TaskStatus};
 use weft_store::{Store, TaskUpdate};
@@ -91,10 +91,9 @@ impl PlanView {
         &mut self,
         store: &mut Store,
         updates: &[(&str, &TaskUpdate)],
-        kind: &str,
-        payload: Value,
+        event: Event,
     ) -> Result<(), EngineError> {
-        store.update_tasks(&self.plan.id, updates, kind, payload, now())?;
+        store.update_tasks(&self.plan.id, updates, event, now())?;
         self.revision += 1;
         for (id, update) in updates {
             self.apply(id, update);
@@ -107,10 +106,13 @@ impl PlanView {
         store: &mut Store,
         id: &str,
         update: &TaskUpdate,
-        kind: &str,
-        payload: Value,
+        event: Event,
     ) -> Result<(), EngineError> {
-        self.update_tasks(store, &[(id, update)], kind, payload)
+        let event = match event.task {
+            Some(_) => event,
+            None => event.task(id),
+        };
+        self.update_tasks(store, &[(id, update)], event)
     }
 
     /// Store the plan's overall status.
@@ -180,8 +182,11 @@ impl PlanView {
         };
         let updates: Vec<(&str, &TaskUpdate)> =
             blocked.iter().map(|id| (id.as_str(), &update)).collect();
-        let payload = serde_json::json!({ "by": failed, "tasks": blocked });
-        self.update_tasks(store, &updates, "tasks_blocked", payload)?;
+        let event = EventKind::TasksBlocked {
+            by: failed.to_owned(),
+            tasks: blocked.clone(),
+        };
+        self.update_tasks(store, &updates, Event::new(event))?;
         Ok(blocked)
     }
 
@@ -201,8 +206,11 @@ impl PlanView {
         };
         let updates: Vec<(&str, &TaskUpdate)> =
             released.iter().map(|id| (id.as_str(), &pending)).collect();
-        let payload = serde_json::json!({ "by": task_id, "tasks": released });
-        self.update_tasks(store, &updates, "tasks_released", payload)
+        let event = EventKind::TasksReleased {
+            by: task_id.to_owned(),
+            tasks: released.clone(),
+        };
+        self.update_tasks(store, &updates, Event::new(event))
     }
 
     /// How many tasks have each status in `wanted`.

@@ -454,9 +454,7 @@ pub fn apply_task_ops(
         };
         match &edit {
             Edit::Add { .. } => {
-                if let Some(id) = report.payload["task"].as_str()
-                    && let Some(task) = next.task(id)
-                {
+                if let Some(task) = next.task(&report.task) {
                     batch.added.push((task.id.clone(), task.title.clone()));
                 }
             }

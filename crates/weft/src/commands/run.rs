@@ -1,5 +1,7 @@
 //! `weft run`: start or continue the current plan's run.
 
+use std::time::{Duration, Instant};
+
 use crate::cli::Globals;
 use crate::context::{Ctx, RunOptions};
 use crate::error::{CliError, CliResult};
@@ -28,7 +30,8 @@ pub struct Args {
     /// (they would otherwise hold an isolated run).
     #[arg(long, conflicts_with = "without_isolation")]
     pub stash: bool,
-    /// Print one JSON object per event.
+    /// Print the run's events as JSON, one object per line, and nothing else on stdout
+    /// (their schema: `weft events schema`).
     #[arg(long)]
     pub json: bool,
 }
@@ -74,9 +77,25 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
 }
 
 /// Run the engine with a renderer; fails unless every task completed or was skipped.
+///
+/// With `json`, stdout carries exactly the typed events the run stores (the contract of
+/// `schemas/events.schema.json`), one per line, in sequence order: they are read back from
+/// the store as the engine reports progress, so a line is the very event that `weft
+/// events` and every other surface replay. Edits made from other terminals during the run
+/// are among them.
 pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
-    let mut progress = Progress::new(json);
-    let summary = weft_engine::run(config, &mut |event| progress.event(&event))?;
+    let summary = if json {
+        let mut tail = EventTail::start(config)?;
+        let result = weft_engine::run(config, &mut |event| tail.on_engine_event(&event));
+        // Whatever the run stored last (its end), even when it failed.
+        let drained = tail.drain();
+        let summary = result?;
+        drained?;
+        summary
+    } else {
+        let mut progress = Progress::for_stdout();
+        weft_engine::run(config, &mut |event| progress.event(&event))?
+    };
     if weft_engine::interrupted(config.supervision.interrupt.as_ref()) {
         let mut error = CliError::new(format!(
             "run {} interrupted: the running tasks were stopped",
@@ -95,5 +114,82 @@ pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
             summary.status.as_str()
         ))
         .hint("`weft status` shows what is left; `weft retry N` then `weft run` continues"))
+    }
+}
+
+/// Prints the plan's stored events after a sequence number as JSON lines.
+struct EventTail {
+    store: weft_store::Store,
+    plan_id: String,
+    after: i64,
+    last_read: Instant,
+    failed: Option<CliError>,
+}
+
+/// How often a chatty attempt's output lines may trigger a read of the event log.
+const TAIL_EVERY: Duration = Duration::from_millis(100);
+/// Events read per query.
+const TAIL_PAGE: u32 = 500;
+
+impl EventTail {
+    fn start(config: &weft_engine::EngineConfig) -> CliResult<EventTail> {
+        let options = weft_store::OpenOptions {
+            busy_timeout: config.limits.busy_timeout,
+        };
+        let store = weft_store::Store::open_or_create(&config.state_dir, options)?;
+        // Only what this run stores from now on, not the plan's history.
+        let after = store.last_event_seq()?;
+        Ok(EventTail {
+            store,
+            plan_id: config.plan_id.clone(),
+            after,
+            last_read: Instant::now(),
+            failed: None,
+        })
+    }
+
+    /// The engine reported progress: print what it stored since (output lines only
+    /// every [`TAIL_EVERY`], so a chatty agent does not turn into a query per line).
+    fn on_engine_event(&mut self, event: &weft_engine::EngineEvent) {
+        let chatter = matches!(
+            event,
+            weft_engine::EngineEvent::TaskActivity { .. }
+                | weft_engine::EngineEvent::TaskIdle { .. }
+        );
+        if chatter && self.last_read.elapsed() < TAIL_EVERY {
+            return;
+        }
+        if self.failed.is_none()
+            && let Err(error) = self.drain()
+        {
+            self.failed = Some(error);
+        }
+    }
+
+    /// Print every stored event after the last one printed.
+    fn drain(&mut self) -> CliResult {
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
+        self.last_read = Instant::now();
+        loop {
+            let page = self
+                .store
+                .events(Some(&self.plan_id), self.after, TAIL_PAGE)?;
+            let mut text = String::new();
+            for event in &page {
+                text.push_str(&serde_json::to_string(event).map_err(|e| {
+                    CliError::new(format!("cannot encode event {} as JSON: {e}", event.seq))
+                })?);
+                text.push('\n');
+                self.after = event.seq;
+            }
+            if !text.is_empty() {
+                crate::commands::stdout(&text)?;
+            }
+            if page.len() < TAIL_PAGE as usize {
+                return Ok(());
+            }
+        }
     }
 }
