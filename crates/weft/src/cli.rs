@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    approvals, cancel, complete, completions, config, demo, force_start, handoff, init, log, man,
-    manual, plan, prompt, rearm, repair, retry, run, runners, sessions, skip, status, stop, task,
-    transcript, uncomplete,
+    approvals, cancel, complete, completions, config, demo, events, force_start, handoff, init,
+    log, man, manual, plan, prompt, rearm, repair, retry, run, runners, sessions, skip, status,
+    stop, task, transcript, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -96,6 +96,8 @@ pub enum Command {
     Completions(completions::Args),
     /// Print the manual page (roff) of weft or of one command, e.g. `weft man | man -l -`.
     Man(man::Args),
+    /// Print the plan's event log; `weft events schema` prints the events' JSON Schema.
+    Events(events::Args),
 }
 
 /// Whether the command being run was given `--json` (every command that reports something

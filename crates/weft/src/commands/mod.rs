@@ -7,6 +7,7 @@ pub mod completions;
 pub mod config;
 pub mod control;
 pub mod demo;
+pub mod events;
 pub mod force_start;
 pub mod handoff;
 pub mod init;
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Approvals(args) => approvals::run(args, globals),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Events(args) => events::run(args, globals),
     }
 }
 

@@ -7,6 +7,7 @@ mod concurrency;
 mod config;
 mod demo;
 mod engine;
+mod events;
 mod help;
 mod isolation;
 mod json;
