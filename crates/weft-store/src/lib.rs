@@ -9,10 +9,12 @@
 //! `kind` column is the event's kind, `payload` the whole event as JSON); a row no typed
 //! event can be read from (an earlier weft's) replays as
 //! [`weft_core::EventKind::Unrecognized`]. Secrets handed to [`Store::set_secrets`] are
-//! masked in every event before it is written.
+//! masked in every event before it is written. An attempt's live output is read by byte
+//! offset through [`Store::read_output`] (see its module for the contract).
 
 mod error;
 mod migrations;
+mod output;
 mod planning;
 mod rows;
 mod runs;
@@ -28,6 +30,7 @@ use weft_core::{EventKind, Plan, PlanStatus, Task, Timestamp};
 
 pub use error::StoreError;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
+pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
 pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
 };

@@ -1,11 +1,10 @@
 //! `weft log N`: the raw output of a task's latest attempt (or `--attempt K`), optionally
 //! following it while it runs.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::time::Duration;
 
-use fs_err as fs;
-use weft_core::{AttemptStatus, resolve_task_ref};
+use weft_core::resolve_task_ref;
 
 use crate::cli::Globals;
 use crate::context::Ctx;
@@ -48,7 +47,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             ))
         })?,
     };
-    let Some(path) = &attempt.log_path else {
+    if attempt.log_path.is_none() {
         let reason = attempt
             .verdict
             .as_ref()
@@ -58,45 +57,34 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             "attempt {} of task {:?} has no output log: it never started ({reason})",
             attempt.number, task.id
         )));
-    };
+    }
     let mut out = std::io::stdout().lock();
     let mut offset = 0u64;
+    // The store's live output contract (`Store::read_output`): history from offset 0, then
+    // whatever the attempt appends, until it ends.
     loop {
-        offset = copy_from(path, offset, &mut out)?;
-        if !args.follow {
-            break;
-        }
-        let current = store.attempt(&attempt.id)?;
-        if current.is_none_or(|a| a.status != AttemptStatus::Running) {
-            copy_from(path, offset, &mut out)?;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Ok(())
-}
-
-/// Print the file from `offset` on; returns the new offset. A file not written yet is empty.
-fn copy_from(path: &str, offset: u64, out: &mut impl Write) -> CliResult<u64> {
-    let mut file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(offset),
-        Err(e) => return Err(e.into()),
-    };
-    file.seek(SeekFrom::Start(offset))?;
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut position = offset;
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
-        match out.write_all(&buffer[..read]) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(position),
+        let Some(chunk) = store.read_output(&attempt.id, offset, READ_BYTES)? else {
+            return Err(CliError::new(format!(
+                "attempt {} of task {:?} is gone from the store",
+                attempt.number, task.id
+            )));
+        };
+        match out.write_all(&chunk.bytes).and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
             other => other?,
         }
-        position += read as u64;
+        offset = chunk.next;
+        let short = chunk.bytes.len() < READ_BYTES;
+        if chunk.finished || (short && !args.follow) {
+            return Ok(());
+        }
+        if short {
+            std::thread::sleep(FOLLOW_POLL);
+        }
     }
-    let _ = out.flush();
-    Ok(position)
 }
+
+/// Bytes asked for per read.
+const READ_BYTES: usize = 64 * 1024;
+/// How often `--follow` looks for new output.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
