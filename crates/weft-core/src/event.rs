@@ -265,6 +265,14 @@ impl FieldChange {
     }
 }
 
+/// One edit of a batch (a planner's revision): the task and what the edit did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskEdit {
+    pub task: String,
+    /// `task_added`, `task_edited`, `task_removed`, … with their fields.
+    pub edit: EventKind,
+}
+
 /// A request for the engine that runs a plan, left by any process (`weft stop`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "request", rename_all = "snake_case")]
@@ -339,9 +347,9 @@ pub enum EventKind {
     PlanPlanned {
         tasks: usize,
     },
-    /// A planner's edits were applied; one line per thing they did.
+    /// A planner's edits were applied, each as the event a hand edit would have stored.
     PlanRevised {
-        edits: Vec<String>,
+        edits: Vec<TaskEdit>,
     },
     PlanStatusChanged {
         status: PlanStatus,

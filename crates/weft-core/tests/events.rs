@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use serde_json::json;
 use weft_core::event::{
-    ControlRequest, EVENT_SCHEMA_VERSION, Event, EventKind, FieldChange, RunTotals,
+    ControlRequest, EVENT_SCHEMA_VERSION, Event, EventKind, FieldChange, RunTotals, TaskEdit,
     TranscriptFound, Usage,
 };
 use weft_core::{
@@ -114,7 +114,21 @@ fn one_of_each() -> Vec<EventKind> {
         },
         EventKind::PlanPlanned { tasks: 4 },
         EventKind::PlanRevised {
-            edits: vec!["added task #4".into()],
+            edits: vec![
+                TaskEdit {
+                    task: "d".into(),
+                    edit: EventKind::TaskAdded {
+                        order: 4,
+                        title: "Fourth".into(),
+                    },
+                },
+                TaskEdit {
+                    task: "a".into(),
+                    edit: EventKind::TaskEdited {
+                        changes: vec![FieldChange::Prompt("Do it better".into())],
+                    },
+                },
+            ],
         },
         EventKind::PlanStatusChanged {
             status: PlanStatus::Running,

@@ -14,7 +14,7 @@ use weft_core::approval::{
     ApprovalPolicy, Asker, Decision, Mode, Outcome, Request, Scope, Subject,
 };
 use weft_core::edit::EditReport;
-use weft_core::event::{Event, EventKind};
+use weft_core::event::{Event, EventKind, TaskEdit};
 use weft_core::{Hint, Plan, PlanStatus, Timestamp};
 use weft_planner::conversation::{
     Backend, DEFAULT_MAX_STEPS, Finish, Host, LogItem, PlannerError, Session, SessionConfig,
@@ -382,7 +382,13 @@ pub fn revise_plan(
             ..
         } => {
             let base_revision = base.revision;
-            let lines: Vec<String> = reports.iter().flat_map(|r| r.lines.clone()).collect();
+            let edits: Vec<TaskEdit> = reports
+                .iter()
+                .map(|r| TaskEdit {
+                    task: r.task.clone(),
+                    edit: r.event.clone(),
+                })
+                .collect();
             let (plan, ()) = store.update_plan(plan_id, now, move |current| {
                 if current.revision != base_revision {
                     return Err(StoreError::Stale {
@@ -390,11 +396,7 @@ pub fn revise_plan(
                         detail: "it changed while the planner revised it".into(),
                     });
                 }
-                Ok((
-                    edited,
-                    Event::new(EventKind::PlanRevised { edits: lines }),
-                    (),
-                ))
+                Ok((edited, Event::new(EventKind::PlanRevised { edits }), ()))
             })?;
             record_prd(store, &plan.id, saved_prd.as_deref(), now)?;
             Ok(PlanningOutcome::Revised {

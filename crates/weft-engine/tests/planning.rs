@@ -708,6 +708,21 @@ fn a_revision_is_refused_when_the_plan_changed_meanwhile() {
     assert_eq!(ids, ["schema", "api", "docs"]);
     assert_eq!(reports.len(), 1);
     assert_eq!(fixture.store.plan(&base.id).unwrap(), plan);
+    // Its event carries each edit as a hand edit would have stored it.
+    let revised = fixture
+        .store
+        .events(Some(&base.id), 0, 1000)
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find(|e| e.kind_name() == "plan_revised")
+        .expect("a plan_revised event");
+    let weft_core::EventKind::PlanRevised { edits } = revised.event else {
+        unreachable!()
+    };
+    assert_eq!(edits.len(), 1);
+    assert_eq!(edits[0].task, "docs");
+    assert_eq!(edits[0].edit, reports[0].event);
 }
 
 #[test]

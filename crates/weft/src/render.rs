@@ -503,7 +503,13 @@ pub fn describe_event(kind: &weft_core::EventKind) -> String {
             cut(goal, 60)
         ),
         E::PlanPlanned { tasks } => format!("the planner committed a plan of {tasks} task(s)"),
-        E::PlanRevised { edits } => format!("the planner revised the plan: {}", list(edits)),
+        E::PlanRevised { edits } => {
+            let edits: Vec<String> = edits
+                .iter()
+                .map(|e| format!("{:?} {}", e.task, describe_event(&e.edit)))
+                .collect();
+            format!("the planner revised the plan: {}", edits.join("; "))
+        }
         E::PlanStatusChanged { status } => format!("plan is {status}"),
         E::CurrentPlanSet => "made the current plan".into(),
         E::PlanDeleted => "plan deleted".into(),
