@@ -316,3 +316,49 @@ fn a_secret_a_task_edit_quotes_is_masked_in_its_event_not_in_the_task() {
         "{exported}"
     );
 }
+
+#[test]
+fn events_follow_replays_from_a_sequence_number_then_prints_new_events_as_they_are_stored() {
+    use std::io::{BufRead, BufReader};
+    let weft = Weft::new();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\n[[tasks]]\nid = \"a\"\ntitle = \"A\"\nprompt = \"do a\"\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.ok(&["task", "hold", "1"]);
+    let seqs: Vec<i64> = weft
+        .ok(&["events", "--json"])
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    // From after the first event: the hold, then (once stored) the release.
+    let after = seqs[0].to_string();
+    let mut follow = weft.command(&["events", "--json", "--follow", "--after", &after]);
+    follow.stdout(std::process::Stdio::piped());
+    let mut child = follow.spawn().unwrap();
+    // A follower that never prints must fail the test, not hang it.
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        let _ = std::process::Command::new("kill").arg(&pid).status();
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_kind = || {
+        let line = lines.next().expect("a line").unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()["event"]["kind"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(next_kind(), "task_held");
+    weft.ok(&["task", "release", "1"]);
+    assert_eq!(next_kind(), "task_released");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

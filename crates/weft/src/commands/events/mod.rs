@@ -1,10 +1,12 @@
 //! `weft events`: the plan's event log, oldest first (`--json`: the typed events, one per
-//! line, exactly as `weft run --json` prints them); `weft events schema`: their JSON Schema.
+//! line, exactly as `weft run --json` prints them; `--follow`: then every new one as it is
+//! stored); `weft events schema`: their JSON Schema.
 
 pub mod schema;
 
+use std::io::Write;
+
 use crate::cli::Globals;
-use crate::commands::stdout;
 use crate::context::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::render::event_line;
@@ -25,6 +27,9 @@ pub struct Args {
     /// One JSON object per event and line (see `weft events schema`).
     #[arg(long)]
     pub json: bool,
+    /// Keep printing events as they are stored, until interrupted.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
     #[command(subcommand)]
     pub action: Option<Action>,
 }
@@ -46,10 +51,31 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     } else {
         Some(ctx.plan_id(&store)?)
     };
-    let events = store.events(plan_id.as_deref(), args.after, args.limit)?;
+    let mut after = args.after;
+    loop {
+        let events = store.events(plan_id.as_deref(), after, args.limit)?;
+        if let Some(last) = events.last() {
+            after = last.seq;
+        }
+        let full = events.len() == args.limit as usize;
+        let open = print(&events, args.json)?;
+        if !args.follow || !open {
+            return Ok(());
+        }
+        if !full {
+            std::thread::sleep(FOLLOW_POLL);
+        }
+    }
+}
+
+/// How often `--follow` looks for new events.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Print the events; false when stdout was closed (`weft events -f | head`).
+fn print(events: &[weft_core::Event], json: bool) -> CliResult<bool> {
     let mut text = String::new();
-    for event in &events {
-        if args.json {
+    for event in events {
+        if json {
             let line = serde_json::to_string(event).map_err(|e| {
                 CliError::new(format!("cannot encode event {} as JSON: {e}", event.seq))
             })?;
@@ -59,5 +85,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         }
         text.push('\n');
     }
-    stdout(&text)
+    if text.is_empty() {
+        return Ok(true);
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        other => other.map(|()| true).map_err(Into::into),
+    }
 }
