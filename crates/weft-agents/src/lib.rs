@@ -8,6 +8,7 @@
 //! [`AgentEvent`]s). Nothing here knows about plans or the store; callers pass in what to
 //! run.
 
+pub mod contain;
 pub mod event;
 pub mod evidence;
 pub mod manifest;

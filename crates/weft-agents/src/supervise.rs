@@ -61,7 +61,7 @@
 
 mod buffers;
 mod monitor;
-mod process;
+pub(crate) mod process;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -82,6 +82,7 @@ use serde::{Deserialize, Serialize};
 pub use buffers::MIN_SECRET_LEN;
 pub use process::{group_alive, kill_group, process_alive, process_start_ticks};
 
+use crate::contain::{self, Containment, MAX_KILL_GRACE, SUPERVISOR_MARGIN};
 use crate::event::AgentEvent;
 use crate::manifest::LaunchSpec;
 use monitor::{Monitor, Msg};
@@ -173,6 +174,9 @@ pub struct SuperviseOptions {
     /// Answers the agent's permission requests when the launch relays them
     /// (`LaunchSpec::relay`); without it such a launch gets every request denied.
     pub relay: Option<PermissionRelay>,
+    /// Start the command under a per-attempt supervisor that ends everything it started
+    /// (and confines it), see [`crate::contain`]; `None`: the command is the group leader.
+    pub contain: Option<Containment>,
 }
 
 impl SuperviseOptions {
@@ -189,6 +193,7 @@ impl SuperviseOptions {
             marker_token: None,
             secrets: Vec::new(),
             relay: None,
+            contain: None,
         }
     }
 
@@ -372,6 +377,8 @@ pub struct Attempt {
     pub start_ticks: Option<u64>,
     canceller: Canceller,
     monitor: JoinHandle<Outcome>,
+    /// The contained attempt's private temp folder, removed once it has ended.
+    tmp_dir: Option<PathBuf>,
 }
 
 /// Chunks in flight between the readers and the monitor.
@@ -411,9 +418,22 @@ impl Attempt {
             },
         )?;
 
-        let mut command = Command::new(&spec.program);
+        let mut options = options;
+        let mut command = match &options.contain {
+            Some(containment) => {
+                let program = resolve_program(spec)?;
+                // The supervisor needs its own grace and then some before the engine
+                // would SIGKILL it (and orphan the attempt's processes to init).
+                options.kill_grace = containment.kill_grace.min(MAX_KILL_GRACE) + SUPERVISOR_MARGIN;
+                contain::supervisor_command(containment, &program, &spec.args)
+            }
+            None => {
+                let mut command = Command::new(&spec.program);
+                command.args(&spec.args);
+                command
+            }
+        };
         command
-            .args(&spec.args)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&spec.cwd)
             .process_group(0);
@@ -447,6 +467,7 @@ impl Attempt {
                 .stderr(Stdio::piped());
             None
         };
+        let tmp_dir = options.contain.as_ref().and_then(|c| c.tmp_dir.clone());
         let spawned = spawn_retrying(&mut command);
         // The command holds our copies of the pty slave: close them, so the master sees
         // EOF (EIO) once the child's side is gone.
@@ -471,6 +492,7 @@ impl Attempt {
                         start_ticks,
                         canceller,
                         monitor,
+                        tmp_dir,
                     }),
                     Err(error) => {
                         // The closure (and the child with it) is gone; kill by group id.
@@ -605,10 +627,15 @@ impl Attempt {
             process_group,
             canceller,
             monitor,
+            tmp_dir,
             ..
         } = self;
         drop(canceller);
-        match monitor.join() {
+        let joined = monitor.join();
+        if let Some(tmp) = tmp_dir {
+            let _ = fs_err::remove_dir_all(tmp);
+        }
+        match joined {
             Ok(outcome) => outcome,
             Err(_) => {
                 // The monitor panicked: make sure nothing of the attempt survives.
@@ -620,6 +647,30 @@ impl Attempt {
             }
         }
     }
+}
+
+/// The program a contained launch hands its supervisor, found now so that a missing or
+/// non-executable program is still a [`SpawnError`].
+fn resolve_program(spec: &LaunchSpec) -> Result<PathBuf, SpawnError> {
+    let from_spec = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| std::ffi::OsString::from(value));
+    let path = from_spec.or_else(|| std::env::var_os("PATH"));
+    let program = if spec.program.contains('/') && !Path::new(&spec.program).is_absolute() {
+        spec.cwd.join(&spec.program).display().to_string()
+    } else {
+        spec.program.clone()
+    };
+    contain::find_program(&program, path.as_deref()).map_err(|kind| {
+        let (program, cwd) = (spec.program.clone(), spec.cwd.clone());
+        match kind {
+            io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied { program, cwd },
+            _ => SpawnError::NotFound { program, cwd },
+        }
+    })
 }
 
 /// A relayed launch with nobody to decide: every request is refused, with the reason.

@@ -214,6 +214,7 @@ pub(crate) fn supervise_options(
         marker_token: marker.map(Marker::token),
         secrets: config.supervision.secrets.clone(),
         relay: None,
+        contain: None,
     }
 }
 
@@ -375,6 +376,7 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
         marker_token: None,
         secrets: plan.secrets.clone(),
         relay: None,
+        contain: None,
     };
     // Nobody watches a check's live events: drop the receiver so they are not queued for
     // the length of the check (the monitor ignores a closed channel).

@@ -17,13 +17,14 @@ const AFTER_KILL: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stat {
     pub state: u8,
+    pub ppid: u32,
     pub pgrp: i32,
     pub start_ticks: u64,
 }
 
 impl Stat {
     /// Zombies (exited, not yet reaped) and dead tasks hold no resources worth killing.
-    fn is_dead(&self) -> bool {
+    pub(crate) fn is_dead(&self) -> bool {
         matches!(self.state, b'Z' | b'X' | b'x')
     }
 }
@@ -35,12 +36,13 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let mut fields = rest.split_ascii_whitespace();
     // Field 3 is the state; fields are 1-based in proc(5).
     let state = *fields.next()?.as_bytes().first()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
     // Field 22 (starttime) is 17 fields after field 5 (pgrp).
     let start_ticks = fields.nth(16)?.parse().ok()?;
     Some(Stat {
         state,
+        ppid,
         pgrp,
         start_ticks,
     })
@@ -161,6 +163,7 @@ mod tests {
         let text = "1234 (a b) (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
         let stat = parse_stat(text).unwrap();
         assert_eq!(stat.state, b'S');
+        assert_eq!(stat.ppid, 1);
         assert_eq!(stat.pgrp, 1234);
         assert_eq!(stat.start_ticks, 987_654);
     }

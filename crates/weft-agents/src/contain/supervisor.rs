@@ -1,0 +1,304 @@
+//! The per-attempt supervisor process: `<weft> __contain [options] -- PROGRAM ARGS…`.
+//!
+//! One thread, no handlers: the signals it cares about are blocked and read from a
+//! signalfd, so nothing runs asynchronously and no unsafe code is needed. (`Command`
+//! resets the signal mask in the child, so the agent starts with nothing blocked.)
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask, raise};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, getppid};
+
+use super::{MAX_KILL_GRACE, tree};
+
+/// How often the supervisor checks that the engine is still its parent.
+const LIFELINE_POLL: Duration = Duration::from_millis(200);
+/// The grace given after the engine died: detection plus grace plus the kill stay
+/// under the 5 s the contract promises.
+const ORPHANED_GRACE: Duration = Duration::from_secs(3);
+
+/// Exit code when the supervisor itself cannot do its job (bad arguments, no Landlock).
+const SETUP_FAILED: u8 = 125;
+
+/// The parsed command line.
+#[derive(Debug, Default)]
+struct Args {
+    parent: u32,
+    grace: Duration,
+    landlock: bool,
+    write: Vec<PathBuf>,
+    create: Vec<PathBuf>,
+    tmp: Option<PathBuf>,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Args, String> {
+    let mut parsed = Args {
+        grace: super::DEFAULT_KILL_GRACE,
+        ..Args::default()
+    };
+    let value = |args: &mut dyn Iterator<Item = OsString>, flag: &str| {
+        args.next().ok_or_else(|| format!("{flag} needs a value"))
+    };
+    loop {
+        let Some(arg) = args.next() else {
+            return Err("no `--` before the program".into());
+        };
+        match arg.to_str() {
+            Some("--") => break,
+            Some("--parent") => {
+                let text = value(&mut args, "--parent")?;
+                parsed.parent = text
+                    .to_str()
+                    .and_then(|t| t.parse().ok())
+                    .ok_or("--parent needs a pid")?;
+            }
+            Some("--grace-ms") => {
+                let text = value(&mut args, "--grace-ms")?;
+                let ms: u64 = text
+                    .to_str()
+                    .and_then(|t| t.parse().ok())
+                    .ok_or("--grace-ms needs a number")?;
+                parsed.grace = Duration::from_millis(ms).min(MAX_KILL_GRACE);
+            }
+            Some("--landlock") => parsed.landlock = true,
+            Some("--write") => parsed.write.push(value(&mut args, "--write")?.into()),
+            Some("--create") => parsed.create.push(value(&mut args, "--create")?.into()),
+            Some("--tmp") => parsed.tmp = Some(value(&mut args, "--tmp")?.into()),
+            _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
+        }
+    }
+    parsed.program = args.next().ok_or("no program after `--`")?;
+    parsed.args = args.collect();
+    Ok(parsed)
+}
+
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "[weft: {text}]");
+}
+
+/// Why the supervisor stopped waiting for the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The agent exited: what it left behind is ended.
+    AgentExited,
+    /// The engine asked (cancel, timeout, stop, Ctrl-C): `SIGTERM` or the like.
+    Asked,
+    /// The engine is gone (its pid is no longer our parent).
+    Orphaned,
+}
+
+/// See the parent module. `args` are the arguments after [`super::SUPERVISOR_ARG`].
+pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args = match parse(args.into_iter()) {
+        Ok(args) => args,
+        Err(e) => {
+            say(&format!("weft's supervisor: {e}"));
+            return ExitCode::from(SETUP_FAILED);
+        }
+    };
+    // Every orphan of the attempt (setsid, nohup, double fork) is re-parented to us, so
+    // it stays findable as a descendant and is ended with the attempt.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        say(&format!("weft's supervisor cannot become a subreaper: {e}"));
+        return ExitCode::from(SETUP_FAILED);
+    }
+    let mut mask = SigSet::empty();
+    for signal in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGCHLD,
+    ] {
+        mask.add(signal);
+    }
+    let signals = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&mask), None)
+        .and_then(|()| SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC));
+    let signals = match signals {
+        Ok(fd) => fd,
+        Err(e) => {
+            say(&format!("weft's supervisor cannot watch signals: {e}"));
+            return ExitCode::from(SETUP_FAILED);
+        }
+    };
+    // The lifeline. We poll `getppid()`: it changes as soon as the engine's process is
+    // gone, however it died (SIGKILL included), and needs nothing from the engine.
+    // `PR_SET_PDEATHSIG` would fire when the *thread* that spawned us exits (the engine
+    // spawns from short-lived threads) and covers only us, not what the agent started;
+    // a pipe from the engine would need an inherited descriptor beyond stdio, which
+    // `Command` cannot pass without unsafe code in the child.
+    if args.parent != 0 && getppid().as_raw() != i32::try_from(args.parent).unwrap_or(-1) {
+        say("weft's supervisor: the engine that started this attempt is gone");
+        return ExitCode::from(SETUP_FAILED);
+    }
+    for folder in args.create.iter().chain(args.tmp.as_ref()) {
+        if let Err(e) = create_private(folder) {
+            say(&format!(
+                "weft's supervisor cannot create {}: {e}",
+                folder.display()
+            ));
+            return ExitCode::from(SETUP_FAILED);
+        }
+    }
+    if args.landlock {
+        let mut write = args.write.clone();
+        write.extend(args.tmp.iter().cloned());
+        if let Err(e) = super::confine::restrict_self(&write) {
+            say(&format!(
+                "weft's supervisor refused to start the agent unconfined: {e}"
+            ));
+            return ExitCode::from(SETUP_FAILED);
+        }
+    }
+    let mut command = Command::new(&args.program);
+    command.args(&args.args);
+    if let Some(tmp) = &args.tmp {
+        command.env("TMPDIR", tmp);
+    }
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            say(&format!(
+                "cannot start `{}`: {e}",
+                args.program.to_string_lossy()
+            ));
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return ExitCode::from(code);
+        }
+    };
+    let agent = child.id();
+    // `child` is never waited through `Child`: every child is reaped by `reap` below.
+    drop(child);
+    let me = std::process::id();
+    let mut status = None;
+    let parent = args.parent;
+    let stop = loop {
+        let asked = wait_signal(&signals, LIFELINE_POLL);
+        reap_all(agent, &mut status);
+        if status.is_some() {
+            break Stop::AgentExited;
+        }
+        if asked {
+            break Stop::Asked;
+        }
+        if parent != 0 && getppid().as_raw() != i32::try_from(parent).unwrap_or(-1) {
+            break Stop::Orphaned;
+        }
+    };
+    let grace = match stop {
+        Stop::Orphaned => args.grace.min(ORPHANED_GRACE),
+        Stop::AgentExited | Stop::Asked => args.grace,
+    };
+    let killed = tree::end_all(me, grace, |wait| {
+        if !wait.is_zero() {
+            wait_signal(&signals, wait);
+        }
+        reap_all(agent, &mut status);
+    });
+    if killed > 0 {
+        say(&format!(
+            "{killed} process(es) of this attempt ignored SIGTERM for {} ms and were killed",
+            grace.as_millis()
+        ));
+    }
+    if stop == Stop::Orphaned {
+        say("the engine died; this attempt's processes were ended");
+    }
+    // Anything still unreaped (the agent itself when it died last).
+    let until = Instant::now() + Duration::from_secs(1);
+    while status.is_none() && Instant::now() < until {
+        wait_signal(&signals, Duration::from_millis(10));
+        reap_all(agent, &mut status);
+    }
+    // The temp folder is removed by the engine (unconfined): removing the folder itself
+    // needs write access to its parent, which the attempt does not have.
+    exit_like(status)
+}
+
+/// Waits up to `timeout` for a signal; whether one of the stop signals (not `SIGCHLD`)
+/// arrived. Drains every pending signal.
+fn wait_signal(signals: &SignalFd, timeout: Duration) -> bool {
+    let millis = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(
+        std::os::fd::AsFd::as_fd(signals),
+        PollFlags::POLLIN,
+    )];
+    let _ = poll(&mut fds, PollTimeout::from(millis));
+    let mut asked = false;
+    while let Ok(Some(info)) = signals.read_signal() {
+        if info.ssi_signo != Signal::SIGCHLD as u32 {
+            asked = true;
+        }
+    }
+    asked
+}
+
+/// Reaps every exited child (the agent and re-parented orphans); records the agent's.
+fn reap_all(agent: u32, status: &mut Option<std::process::ExitStatus>) {
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => {
+                if pid.as_raw() as u32 == agent {
+                    *status = Some(std::process::ExitStatus::from_raw((code & 0xff) << 8));
+                }
+            }
+            Ok(WaitStatus::Signaled(pid, signal, _)) => {
+                if pid.as_raw() as u32 == agent {
+                    *status = Some(std::process::ExitStatus::from_raw(signal as i32));
+                }
+            }
+            Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Ends the supervisor the way the agent ended: its exit code, or the same signal (the
+/// engine then reports the agent's signal death as such).
+fn exit_like(status: Option<std::process::ExitStatus>) -> ExitCode {
+    let Some(status) = status else {
+        return ExitCode::from(SETUP_FAILED);
+    };
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
+    let Some(raw) = status.signal() else {
+        return ExitCode::from(SETUP_FAILED);
+    };
+    if let Ok(signal) = Signal::try_from(raw) {
+        // No core file of ours in the worktree: the agent's signal is only reported.
+        let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+        let _ = raise(signal);
+    }
+    // A signal whose default is not to terminate: the shell's convention.
+    ExitCode::from(u8::try_from(128 + raw).unwrap_or(u8::MAX))
+}
+
+/// Creates `folder` (and its parents) readable only by the user when it is new.
+fn create_private(folder: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if folder.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+}
