@@ -55,6 +55,7 @@ use std::process::Command;
 use std::time::Duration;
 
 pub use confine::landlock_available;
+pub(crate) use supervisor::is_ending;
 pub use supervisor::supervisor_main;
 
 /// The first argument that makes a weft binary the supervisor.

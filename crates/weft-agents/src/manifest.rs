@@ -350,6 +350,8 @@ struct RawManifest {
     relay: Option<String>,
     #[serde(default)]
     relay_modes: Vec<String>,
+    #[serde(default)]
+    write_paths: Vec<String>,
 }
 
 /// How weft answers an agent's permission requests when it relays them to a person.
@@ -398,6 +400,9 @@ pub struct Manifest {
     /// How the agent's permission requests reach weft, and in which task modes.
     relay: Option<RelayProtocol>,
     relay_modes: Vec<String>,
+    /// Where the agent keeps its own state, writable when confined (entries as written:
+    /// `~/`, `$NAME`, `${NAME:-fallback}`; see [`crate::contain::resolve_write_path`]).
+    write_paths: Vec<String>,
     /// The file it was read from (`None` for built-ins and inline text).
     file: Option<PathBuf>,
     /// How messages name this manifest.
@@ -504,6 +509,12 @@ impl Manifest {
     }
 
     /// `(mode id, value)` pairs in file order.
+    /// The agent's own state folders, as written (resolve each with
+    /// [`crate::contain::resolve_write_path`]).
+    pub fn write_paths(&self) -> &[String] {
+        &self.write_paths
+    }
+
     pub fn modes(&self) -> impl Iterator<Item = (&str, &str)> {
         self.modes.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
@@ -867,9 +878,16 @@ impl Validator<'_> {
             }
         }
 
+        for entry in &raw.write_paths {
+            let unset = |_: &str| None;
+            if let Err(e) = crate::contain::resolve_write_path(entry, None, &unset) {
+                return Err(self.invalid("write_paths", entry, e.to_string()));
+            }
+        }
         Ok(Manifest {
             relay,
             relay_modes: raw.relay_modes,
+            write_paths: raw.write_paths,
             name,
             command,
             args: raw.args,

@@ -236,6 +236,8 @@ pub(crate) struct CheckPlan {
     pub kill_grace: Duration,
     pub secrets: Vec<String>,
     pub receives_marker: bool,
+    /// The checks' containment (their folder writable, nothing of the agent's).
+    pub contain: Option<weft_agents::contain::Containment>,
     pub transcript: Option<TranscriptPlan>,
 }
 
@@ -376,7 +378,7 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
         marker_token: None,
         secrets: plan.secrets.clone(),
         relay: None,
-        contain: None,
+        contain: plan.contain.clone(),
     };
     // Nobody watches a check's live events: drop the receiver so they are not queued for
     // the length of the check (the monitor ignores a closed channel).

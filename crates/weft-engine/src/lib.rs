@@ -13,6 +13,7 @@
 
 mod approvals;
 mod attempt;
+pub mod contain;
 pub mod control;
 mod engine;
 mod error;
@@ -50,6 +51,8 @@ pub struct EngineConfig {
     pub approvals: Approvals,
     /// How failures shape the run.
     pub failures: Failures,
+    /// How every process of the run is contained and confined (`contain` module).
+    pub contain: contain::ContainConfig,
 }
 
 /// Where tasks work: worktrees and branches, or the workspace itself.

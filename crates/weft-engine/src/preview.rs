@@ -20,6 +20,8 @@ pub struct Preview {
     /// How the prompt is delivered: stdin, argument, file or env.
     pub prompt_via: String,
     pub prompt: String,
+    /// Whether the attempt will be confined, and the paths it may then write.
+    pub confinement: crate::contain::ConfinementPreview,
 }
 
 /// Preview task `reference` with placeholder marker and session ids (a real attempt gets
@@ -88,5 +90,10 @@ pub fn preview(
             .collect(),
         prompt_via: prompt_via.into(),
         prompt: mask(&launch.prompt, &config.supervision.secrets),
+        confinement: crate::contain::preview(
+            config,
+            &spec.cwd,
+            crate::attempt::manifest_for(config, plan, index).ok(),
+        ),
     })
 }

@@ -186,7 +186,33 @@ impl Ctx {
                 halt: run.halt_on_failure || settings.run.halt_on_failure,
                 retry: run.retry_failed,
             },
+            contain: self.contain_config(),
         })
+    }
+
+    /// The `confine` and `write_paths` settings, the supervisor (this binary) and
+    /// whether the kernel enforces Landlock. `WEFT_TEST_NO_LANDLOCK=1` makes weft
+    /// believe it does not (a test seam: the refusal and the notice are testable on any
+    /// kernel). With `confine = "auto"` on such a kernel, one notice per command.
+    pub fn contain_config(&self) -> weft_engine::contain::ContainConfig {
+        let forced_off = std::env::var_os("WEFT_TEST_NO_LANDLOCK").is_some_and(|v| v == "1");
+        let available = !forced_off && weft_engine::contain::landlock_available();
+        let confine = self.settings.supervision.confine;
+        if confine == weft_engine::contain::Confine::Auto && !available {
+            warnings_text(
+                "this kernel does not enforce Landlock: tasks run unconfined (they can write anywhere you can); set confine = \"off\" to silence this, or \"landlock\" to refuse",
+            );
+        }
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect();
+        weft_engine::contain::ContainConfig {
+            supervisor: std::env::current_exe().ok(),
+            confine,
+            landlock_available: available,
+            write_paths: self.settings.supervision.write_paths.clone(),
+            env: weft_engine::contain::EnvSnapshot(env),
+        }
     }
 }
 

@@ -16,6 +16,15 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
+    // A per-attempt supervisor (weft re-executes itself for every process of a run):
+    // dispatched before anything else is parsed or set up.
+    let mut args = std::env::args_os();
+    if args
+        .nth(1)
+        .is_some_and(|a| a == weft_engine::contain::SUPERVISOR_ARG)
+    {
+        return weft_engine::contain::supervisor_main(args);
+    }
     let matches = match cli::Cli::command().try_get_matches() {
         Ok(matches) => matches,
         // A usage error of a command given --json is a JSON line too (exit 2 either way);

@@ -21,6 +21,7 @@ use std::time::Duration;
 use fs_err as fs;
 use weft_core::approval::{Mode, Scope};
 use weft_engine::Runnable;
+use weft_engine::contain::Confine;
 
 use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
 
@@ -131,6 +132,20 @@ pub const SETUP: Key<Option<String>> = Key {
     about: "a shell command run in each new task worktree instead of linking (empty: link)",
     parse: optional,
 };
+pub const CONFINE: Key<Confine> = Key {
+    name: "confine",
+    env: "WEFT_CONFINE",
+    default: "auto",
+    about: "confine what each task's processes may write (Linux Landlock): auto (where the kernel supports it, else a notice), landlock (refuse to run without it) or off",
+    parse: confine,
+};
+pub const WRITE_PATHS: Key<Vec<String>> = Key {
+    name: "write_paths",
+    env: "WEFT_WRITE_PATHS",
+    default: "",
+    about: "more folders every confined runner may write, besides its worktree, TMPDIR and its manifest's write_paths (comma-separated or a TOML list; ~/, $VAR and ${VAR:-fallback} expand)",
+    parse: list,
+};
 pub const ANSWER_CHARS: Key<usize> = Key {
     name: "answer_chars",
     env: "WEFT_ANSWER_CHARS",
@@ -194,6 +209,8 @@ pub static KEYS: &[&dyn Described] = &[
     &KEEP_WORKTREES,
     &LINKS,
     &SETUP,
+    &CONFINE,
+    &WRITE_PATHS,
     &ANSWER_CHARS,
     &PLANNER,
     &PLANNER_TIMEOUT,
@@ -238,6 +255,10 @@ fn whole_number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
         Ok(n) if n >= min && n <= max => Ok(n),
         _ => Err(format!("must be a whole number{unit} from {min} to {max}")),
     }
+}
+
+fn confine(value: &str) -> Result<Confine, String> {
+    Confine::parse(value.trim()).ok_or_else(|| "must be auto, landlock or off".into())
 }
 
 fn parallel(value: &str) -> Result<u32, String> {
@@ -367,6 +388,10 @@ pub struct LimitSettings {
 pub struct SupervisionSettings {
     pub idle_after: Duration,
     pub marker_grace: Duration,
+    /// Whether attempts are confined (Landlock).
+    pub confine: Confine,
+    /// More writable paths for every confined runner (entries as in a manifest).
+    pub write_paths: Vec<String>,
 }
 
 /// Who plans from a goal, and for how long.
@@ -480,6 +505,8 @@ impl Settings {
         let supervision = SupervisionSettings {
             idle_after: r.get(&IDLE_AFTER)?,
             marker_grace: r.get(&MARKER_GRACE)?,
+            confine: r.get(&CONFINE)?,
+            write_paths: r.get(&WRITE_PATHS)?,
         };
         let enabled = r.get(&ISOLATION)?;
         let repos = r.get(&REPOS)?;

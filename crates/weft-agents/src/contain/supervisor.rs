@@ -26,6 +26,16 @@ const LIFELINE_POLL: Duration = Duration::from_millis(200);
 /// under the 5 s the contract promises.
 const ORPHANED_GRACE: Duration = Duration::from_secs(3);
 
+/// The supervisor's process name (`/proc/<pid>/comm`) once its agent has exited.
+const ENDING_NAME: &std::ffi::CStr = c"weft-ending";
+
+/// Whether the supervisor `pid` is only ending what its agent left behind (the agent
+/// itself has exited).
+pub(crate) fn is_ending(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/comm"))
+        .is_ok_and(|name| name.strip_suffix(b"\n").unwrap_or(&name) == ENDING_NAME.to_bytes())
+}
+
 /// Exit code when the supervisor itself cannot do its job (bad arguments, no Landlock).
 const SETUP_FAILED: u8 = 125;
 
@@ -200,6 +210,12 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             break Stop::Orphaned;
         }
     };
+    if stop == Stop::AgentExited {
+        // Tells the engine that the agent is done and only its leftovers are being
+        // ended, so that this time is not counted against the attempt's time limit
+        // (see `is_ending`).
+        let _ = nix::sys::prctl::set_name(ENDING_NAME);
+    }
     let grace = match stop {
         Stop::Orphaned => args.grace.min(ORPHANED_GRACE),
         Stop::AgentExited | Stop::Asked => args.grace,

@@ -104,6 +104,11 @@ pub(crate) struct Monitor {
     /// Set by `Canceller::cancel` (which also sends `Msg::Cancel` to wake the monitor).
     cancel: Arc<AtomicBool>,
     pgid: i32,
+    /// The leader is a containment supervisor (`crate::contain`).
+    contained: bool,
+    /// The time limit was reached while the contained agent had already exited: the
+    /// supervisor was given one more `kill_grace` to end its leftovers.
+    timeout_extended: bool,
     timeout_at: Instant,
     idle_after: Duration,
     kill_grace: Duration,
@@ -181,6 +186,8 @@ impl Monitor {
             events,
             cancel,
             pgid,
+            contained: options.contain.is_some(),
+            timeout_extended: false,
             timeout_at: after(started, options.timeout),
             idle_after: options.idle_after,
             kill_grace: options.kill_grace,
@@ -285,7 +292,15 @@ impl Monitor {
                 self.begin_kill(now);
             }
             if self.kill == Kill::NotStarted {
-                if now >= self.timeout_at {
+                if now >= self.timeout_at
+                    && self.contained
+                    && !self.timeout_extended
+                    && crate::contain::is_ending(self.pgid)
+                {
+                    // The agent finished in time; what it left is being ended.
+                    self.timeout_extended = true;
+                    self.timeout_at = after(now, self.kill_grace);
+                } else if now >= self.timeout_at {
                     self.out.timed_out = true;
                     self.begin_kill(now);
                 } else if self.marker_deadline.is_some_and(|at| now >= at) {

@@ -114,8 +114,16 @@ impl RunLoop<'_> {
         .map_err(|e| e.to_string())?;
         let log_path = self.log_dir.join(format!("{}.log", ids.attempt));
         let mut record = self.record(&task.id, &ids, &launch, &folder, &log_path);
-        let checks = self.check_plan(index, &ids, &launch, &folder.path);
+        let mut checks = self.check_plan(index, &ids, &launch, &folder.path);
+        let checks_id = format!("{}-checks", ids.attempt);
+        checks.contain = crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
         let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
+        options.contain = crate::contain::containment(
+            self.config,
+            &ids.attempt,
+            &folder.path,
+            attempt::manifest_for(self.config, self.view.plan(), index).ok(),
+        )?;
         if launch.spec.relay.is_some() {
             let name = format!("task #{} {}", task.order, task.id);
             options.relay = Some(self.approvals.relay(&ids.attempt, &name, &folder.path));
@@ -230,6 +238,7 @@ impl RunLoop<'_> {
             kill_grace: config.limits.kill_grace,
             secrets: config.supervision.secrets.clone(),
             receives_marker,
+            contain: None,
             transcript: match (receives_marker, transcript_store) {
                 (true, Some(store)) => Some(TranscriptPlan {
                     store,

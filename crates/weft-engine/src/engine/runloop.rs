@@ -81,6 +81,7 @@ impl<'a> RunLoop<'a> {
             });
         }
         startup::preflight_runners(config, &plan)?;
+        crate::contain::confined(config)?;
         drop(plan);
         let pid = std::process::id();
         let ticks = process_start_ticks(pid).unwrap_or(0);

@@ -35,6 +35,26 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     );
     let _ = writeln!(text, "cwd:     {}", preview.cwd);
     let _ = writeln!(text, "prompt:  via {}", preview.prompt_via);
+    match preview.confinement.mode.as_str() {
+        "landlock" => {
+            let _ = writeln!(text, "confine: landlock; it may write only:");
+            for path in &preview.confinement.write_paths {
+                let _ = writeln!(text, "  {path}");
+            }
+        }
+        "off" => {
+            let _ = writeln!(
+                text,
+                "confine: off (confine = \"off\"): it may write anywhere you can"
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                text,
+                "confine: unavailable (this kernel does not enforce Landlock): it may write anywhere you can"
+            );
+        }
+    }
     if !preview.env.is_empty() {
         let _ = writeln!(text, "env:");
         for (name, value) in &preview.env {

@@ -100,6 +100,10 @@ impl Weft {
             // These engine tests exercise shared mode (tasks in the workspace itself);
             // isolation tests ask for it with --isolated.
             command.env("WEFT_ISOLATION", "false");
+            // The fake agents here record what they saw in files beside the workspace,
+            // which a confined attempt cannot write; the containment tests confine
+            // explicitly. (Their processes are contained either way.)
+            command.env("WEFT_CONFINE", "off");
         }
         command
     }

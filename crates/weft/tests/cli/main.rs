@@ -5,6 +5,7 @@ mod harness;
 
 mod concurrency;
 mod config;
+mod contain;
 mod demo;
 mod engine;
 mod events;

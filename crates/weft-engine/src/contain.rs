@@ -1,0 +1,171 @@
+//! Which containment each process of a run gets: every attempt, check and ops task runs
+//! under weft-agents' per-attempt supervisor (see `weft_agents::contain`), confined by
+//! Landlock when the `confine` setting and the kernel allow.
+//!
+//! What a confined process may write: the folder it runs in (a task's worktree, the
+//! integration checkout for ops tasks, the workspace in a shared run) and, for a
+//! worktree, its own admin folder under `.git/worktrees/`; its private temp folder
+//! (`TMPDIR`, `<state>/tmp/<attempt>`); the device files; and, for an agent, its
+//! manifest's `write_paths` plus the `write_paths` setting. Nothing else: not the user's
+//! checkout, other worktrees, the integration checkout (from a task), nor `.weft/`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use weft_agents::contain::{Containment, WritePaths, resolve_write_path, worktree_admin_dir};
+use weft_agents::manifest::Manifest;
+
+pub use weft_agents::contain::{Confine, SUPERVISOR_ARG, landlock_available, supervisor_main};
+
+use crate::EngineConfig;
+use crate::error::EngineError;
+
+/// The environment write paths are resolved from (read once by the front end).
+#[derive(Clone, Default)]
+pub struct EnvSnapshot(pub BTreeMap<String, OsString>);
+
+impl fmt::Debug for EnvSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Values may be secrets: only the count.
+        write!(f, "EnvSnapshot({} variables)", self.0.len())
+    }
+}
+
+/// The `confine` and `write_paths` settings, and what the front end found out.
+#[derive(Debug, Clone, Default)]
+pub struct ContainConfig {
+    /// The supervisor program (the weft binary). `None`: processes run uncontained, as
+    /// their own group leaders (only for embedding the engine without the binary).
+    pub supervisor: Option<PathBuf>,
+    pub confine: Confine,
+    /// Whether the kernel enforces Landlock (probed once by the front end).
+    pub landlock_available: bool,
+    /// Extra writable paths for every runner (entries as in a manifest's `write_paths`).
+    pub write_paths: Vec<String>,
+    pub env: EnvSnapshot,
+}
+
+/// Whether this run's processes are confined; refuses `confine = "landlock"` on a
+/// kernel without Landlock.
+pub fn confined(config: &EngineConfig) -> Result<bool, EngineError> {
+    let contain = &config.contain;
+    match contain.confine {
+        Confine::Off => Ok(false),
+        Confine::Auto => Ok(contain.landlock_available),
+        Confine::Landlock if contain.landlock_available => Ok(true),
+        Confine::Landlock => Err(EngineError::Refused {
+            detail: "confine = \"landlock\", but this kernel does not enforce Landlock, so weft cannot confine the agents' writes".into(),
+            hint: "run on Linux 5.13 or later with Landlock enabled (`lsm=…,landlock` on the kernel command line), or set `confine = \"auto\"` (unconfined with a notice) or `confine = \"off\"`".into(),
+        }),
+    }
+}
+
+/// The folders a confined process running in `cwd` may write besides its temp folder
+/// and the device files; the agent's state folders (to create when missing) beside.
+pub fn write_paths(
+    config: &EngineConfig,
+    cwd: &Path,
+    manifest: Option<&Manifest>,
+) -> Result<WritePaths, String> {
+    let mut paths = vec![cwd.to_path_buf()];
+    paths.extend(worktree_admin_dir(cwd));
+    let mut create = Vec::new();
+    let env = &config.contain.env.0;
+    let var = |name: &str| env.get(name).cloned();
+    let home = config.supervision.locator.home.as_deref();
+    let resolve = |entry: &str, whose: &str| {
+        resolve_write_path(entry, home, &var).map_err(|e| format!("{whose}: {e}"))
+    };
+    if let Some(manifest) = manifest {
+        for entry in manifest.write_paths() {
+            if let Some(path) = resolve(entry, &format!("runner {}", manifest.name()))? {
+                create.push(path.clone());
+                paths.push(path);
+            }
+        }
+        for entry in &config.contain.write_paths {
+            if let Some(path) = resolve(entry, "the write_paths setting")? {
+                paths.push(path);
+            }
+        }
+    }
+    Ok(WritePaths { paths, create })
+}
+
+/// The per-attempt temp folder of `attempt` (created by its supervisor).
+fn tmp_dir(config: &EngineConfig, attempt: &str) -> PathBuf {
+    config.state_dir.join("tmp").join(attempt)
+}
+
+/// The containment of a process of attempt `attempt` in `cwd`: an agent's (`manifest`
+/// given: its state folders are writable) or a check's (`None`: only its folder).
+pub(crate) fn containment(
+    config: &EngineConfig,
+    attempt: &str,
+    cwd: &Path,
+    manifest: Option<&Manifest>,
+) -> Result<Option<Containment>, String> {
+    let Some(supervisor) = &config.contain.supervisor else {
+        return Ok(None);
+    };
+    let tmp = tmp_dir(config, attempt);
+    let confine = match confined(config) {
+        Ok(true) => Some(write_paths(config, cwd, manifest)?),
+        Ok(false) => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(Some(Containment {
+        supervisor: supervisor.clone(),
+        kill_grace: config.limits.kill_grace,
+        confine,
+        tmp_dir: Some(tmp),
+    }))
+}
+
+/// What `weft prompt N` and `weft runners` say about confinement.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConfinementPreview {
+    /// `landlock`, `off` (by the setting) or `unavailable` (auto on a kernel without it).
+    pub mode: String,
+    /// The paths the process may write when confined (empty otherwise).
+    pub write_paths: Vec<String>,
+}
+
+pub(crate) fn preview(
+    config: &EngineConfig,
+    cwd: &Path,
+    manifest: Option<&Manifest>,
+) -> ConfinementPreview {
+    let mode = match (config.contain.confine, config.contain.landlock_available) {
+        (Confine::Off, _) => "off",
+        (_, true) => "landlock",
+        (_, false) => "unavailable",
+    };
+    let tmp = config.state_dir.join("tmp").join("<attempt>");
+    let write_paths = if mode == "landlock" {
+        match write_paths(config, cwd, manifest) {
+            Ok(paths) => {
+                let mut shown: Vec<String> = paths
+                    .all(Some(&tmp))
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                // The preview runs nothing, so it has no worktree to show: name it.
+                if config.isolation.enabled && !shown.is_empty() {
+                    shown[0] =
+                        "<the task's own worktree and its admin folder in .git/worktrees/>".into();
+                }
+                shown
+            }
+            Err(e) => vec![format!("<error: {e}>")],
+        }
+    } else {
+        Vec::new()
+    };
+    ConfinementPreview {
+        mode: mode.into(),
+        write_paths,
+    }
+}

@@ -1,0 +1,366 @@
+//! Containment end to end: whatever an attempt started is gone when `weft run` exits (or
+//! within 5 s of the engine's SIGKILL), and a confined attempt cannot write the user's
+//! checkout, another task's worktree or `.weft/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::engine::statuses;
+use crate::harness::{Weft, read};
+
+/// Three escapees of one task, their pids in `dir`: a `setsid` grandchild holding the
+/// output pipe, a `nohup` daemon from a double fork, and a new-session grandchild that
+/// ignores SIGTERM.
+fn escapees(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        r#"mkdir -p '{d}'
+setsid sh -c 'echo $$ > "{d}/setsid.pid"; exec sleep 300' &
+( nohup sh -c 'echo $$ > "{d}/nohup.pid"; exec sleep 300' >/dev/null 2>&1 & )
+setsid sh -c 'trap "" TERM; echo $$ > "{d}/stubborn.pid"; while :; do sleep 1; done' >/dev/null 2>&1 &
+while [ ! -s '{d}/setsid.pid' ] || [ ! -s '{d}/nohup.pid' ] || [ ! -s '{d}/stubborn.pid' ]; do sleep 0.01; done
+"#
+    )
+}
+
+/// A plan of independent `exec` tasks: (id, what the script does after its escapees).
+fn escape_plan(weft: &Weft, tasks: &[(&str, &str)]) {
+    let mut text = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    for (id, then) in tasks {
+        let script = format!("{}{then}\n", escapees(&pid_dir(weft, id)));
+        text.push_str(&format!(
+            "[[tasks]]\nid = \"{id}\"\ntitle = \"{id}\"\nprompt = '''\n{script}'''\n"
+        ));
+    }
+    weft.write("plan.toml", &text);
+    weft.ok(&["plan", "--file", "plan.toml"]);
+}
+
+fn pid_dir(weft: &Weft, task: &str) -> PathBuf {
+    weft.work().join("pids").join(task)
+}
+
+fn read_pids(weft: &Weft, task: &str) -> Vec<(String, u32)> {
+    let dir = pid_dir(weft, task);
+    let until = Instant::now() + Duration::from_secs(30);
+    ["setsid", "nohup", "stubborn"]
+        .into_iter()
+        .map(|name| {
+            let path = dir.join(format!("{name}.pid"));
+            loop {
+                if let Ok(text) = std::fs::read_to_string(&path)
+                    && let Ok(pid) = text.trim().parse()
+                {
+                    break (format!("{task}/{name}"), pid);
+                }
+                assert!(Instant::now() < until, "no pid in {}", path.display());
+                thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .collect()
+}
+
+/// Alive and not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
+}
+
+fn assert_gone(pids: &[(String, u32)]) {
+    let alive: Vec<_> = pids.iter().filter(|(_, pid)| running(*pid)).collect();
+    assert!(
+        alive.is_empty(),
+        "still running after the attempt: {alive:?}"
+    );
+}
+
+/// Shared mode: the tasks run (confined) in the workspace itself, where the pid files go.
+fn shared(weft: &Weft, args: &[&str]) -> std::process::Command {
+    let mut command = weft.command(args);
+    command.env("WEFT_ISOLATION", "false");
+    command
+}
+
+fn spawn_run(weft: &Weft) -> Child {
+    shared(weft, &["run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn escapees_of_passed_failed_and_timed_out_attempts_are_gone_when_weft_run_exits() {
+    let weft = Weft::new();
+    escape_plan(
+        &weft,
+        &[
+            ("pass", "exit 0"),
+            ("fail", "exit 1"),
+            ("slow", "sleep 300"),
+        ],
+    );
+    let run = weft.run_command(
+        &["run"],
+        shared(&weft, &["run", "-c", "task_timeout=2s", "-c", "parallel=3"]),
+    );
+    assert_ne!(run.code, 0, "{}", weft.show(&run));
+    let s = statuses(&weft);
+    assert_eq!(
+        s["pass"],
+        "completed",
+        "{s:?}\n{}\n{}",
+        weft.show(&run),
+        weft.status_json()
+    );
+    assert_eq!(s["fail"], "failed", "{s:?}");
+    assert_eq!(s["slow"], "failed", "{s:?}");
+    let mut pids = read_pids(&weft, "pass");
+    pids.extend(read_pids(&weft, "fail"));
+    pids.extend(read_pids(&weft, "slow"));
+    assert_gone(&pids);
+}
+
+/// `weft cancel`, `weft stop` and Ctrl-C, each against a running attempt.
+#[test]
+fn escapees_are_gone_when_weft_run_exits_after_cancel_stop_or_ctrl_c() {
+    for how in ["cancel", "stop", "ctrl-c"] {
+        let weft = Weft::new();
+        escape_plan(&weft, &[("hang", "sleep 300")]);
+        let engine = spawn_run(&weft);
+        let pids = read_pids(&weft, "hang");
+        match how {
+            "cancel" => {
+                weft.ok(&["cancel", "hang"]);
+            }
+            "stop" => {
+                weft.ok(&["stop"]);
+            }
+            _ => signal(engine.id(), "-INT"),
+        }
+        let output = engine.wait_with_output().unwrap();
+        assert!(
+            !output.status.success() || how == "stop",
+            "{how}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_gone(&pids);
+    }
+}
+
+#[test]
+fn escapees_end_within_five_seconds_after_the_engine_is_killed_with_no_weft_command() {
+    let weft = Weft::new();
+    escape_plan(&weft, &[("hang", "sleep 300")]);
+    let mut engine = spawn_run(&weft);
+    let pids = read_pids(&weft, "hang");
+    let killed_at = Instant::now();
+    engine.kill().unwrap();
+    engine.wait().unwrap();
+    loop {
+        if pids.iter().all(|(_, pid)| !running(*pid)) {
+            break;
+        }
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(5),
+            "5 s after the engine's SIGKILL: {:?}",
+            pids.iter()
+                .filter(|(_, pid)| running(*pid))
+                .collect::<Vec<_>>()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sha(path: &Path) -> String {
+    let output = std::process::Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn object_files(git_dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(git_dir.join("objects"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.file_name().len() == 2 {
+            for object in std::fs::read_dir(entry.path()).unwrap().flatten() {
+                files.push(object.path());
+            }
+        }
+    }
+    files
+}
+
+/// Acceptance 5: every write outside the attempt's own worktree fails with EACCES inside
+/// the agent; the checkout, the other worktree, the objects and the store are unchanged.
+#[test]
+fn a_confined_task_cannot_write_the_checkout_another_worktree_or_the_store() {
+    if !weft_engine::contain::landlock_available() {
+        panic!("this kernel does not enforce Landlock; the containment tests need it");
+    }
+    let weft = Weft::new();
+    let work = weft.work();
+    weft.write("outside.txt", "the user's own file\n");
+    let readme = work.join("README.md");
+    let (outside_sha, readme_sha) = (sha(&work.join("outside.txt")), sha(&readme));
+    let objects_before = object_files(&work.join(".git"));
+    let db = work.join(".weft/weft.db");
+    // `first` leaves a file in its worktree (kept); `probe` tries every escape.
+    let attempt = |name: &str, command: &str| {
+        format!(
+            "if ( {command} ) 2>err; then echo \"WROTE {name}\"; else echo \"DENIED {name}: $(cat err)\"; fi\n"
+        )
+    };
+    let mut probe = String::new();
+    probe.push_str(&attempt(
+        "outside",
+        &format!("echo evil > '{}'", work.join("outside.txt").display()),
+    ));
+    probe.push_str(&attempt(
+        "new-file",
+        &format!("echo evil > '{}'", work.join("new.txt").display()),
+    ));
+    probe.push_str(&attempt(
+        "readme",
+        &format!("echo evil >> '{}'", readme.display()),
+    ));
+    probe.push_str(&attempt(
+        "other-worktree",
+        "echo evil > ../1-first/kept.txt",
+    ));
+    probe.push_str(&attempt(
+        "store",
+        &format!(
+            "sqlite3 '{}' \"update tasks set status='completed'\"",
+            db.display()
+        ),
+    ));
+    probe.push_str(&attempt(
+        "objects",
+        &format!("rm -r '{}'/objects/??", work.join(".git").display()),
+    ));
+    probe.push_str(&attempt(
+        "logs",
+        &format!("rm -r '{}'", work.join(".weft/logs").display()),
+    ));
+    probe.push_str(&attempt("own-worktree", "echo fine > mine.txt"));
+    probe.push_str(&attempt("tmpdir", "echo fine > \"$TMPDIR/t\""));
+    weft.write(
+        "plan.toml",
+        &format!(
+            "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\nid = \"first\"\ntitle = \"first\"\nprompt = 'echo kept > kept.txt'\n\
+             [[tasks]]\nid = \"probe\"\ntitle = \"probe\"\ndependencies = [\"first\"]\nprompt = '''\n{probe}'''\n"
+        ),
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let preview = weft.ok(&["prompt", "probe"]).stdout;
+    assert!(
+        preview.contains("confine: landlock; it may write only:"),
+        "{preview}"
+    );
+    let run = weft.ok(&["run", "-c", "keep_worktrees=true"]);
+    let s = statuses(&weft);
+    assert!(
+        s.values().all(|v| v == "completed"),
+        "{s:?}\n{}",
+        weft.show(&run)
+    );
+    let log = weft.ok(&["log", "probe"]).stdout;
+    for name in [
+        "outside",
+        "new-file",
+        "readme",
+        "other-worktree",
+        "store",
+        "objects",
+        "logs",
+    ] {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{log}"));
+        assert!(
+            line.starts_with("DENIED")
+                && (line.contains("Permission denied") || line.contains("readonly database")),
+            "{name}: {line}\n{log}"
+        );
+    }
+    for name in ["own-worktree", "tmpdir"] {
+        assert!(log.contains(&format!("WROTE {name}")), "{name}:\n{log}");
+    }
+    assert_eq!(sha(&work.join("outside.txt")), outside_sha);
+    assert_eq!(sha(&readme), readme_sha);
+    assert!(!work.join("new.txt").exists());
+    assert!(work.join(".weft/logs").is_dir());
+    for object in &objects_before {
+        assert!(object.exists(), "{} was deleted", object.display());
+    }
+    let kept = std::fs::read_dir(work.join(".weft/worktrees"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+        .join("1-first/kept.txt");
+    assert_eq!(read(&kept), "kept\n");
+}
+
+#[test]
+fn confine_landlock_refuses_to_run_where_landlock_is_unavailable_and_auto_says_so_once() {
+    let weft = Weft::new();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"t\"\nprompt = 'echo hi > hi.txt'\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut refused = weft.command(&["run", "-c", "confine=landlock"]);
+    refused.env("WEFT_TEST_NO_LANDLOCK", "1");
+    let run = weft.run_command(&["run", "-c", "confine=landlock"], refused);
+    assert_eq!(run.code, 1, "{}", weft.show(&run));
+    assert!(
+        run.stderr
+            .contains("confine = \"landlock\", but this kernel does not enforce Landlock"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("confine = \\\"auto\\\"") || run.stderr.contains("confine = \"auto\""),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(statuses(&weft)["t"], "pending", "nothing ran");
+
+    let mut auto = weft.command(&["run"]);
+    auto.env("WEFT_TEST_NO_LANDLOCK", "1");
+    let run = weft.run_command(&["run"], auto);
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    assert_eq!(
+        run.stderr
+            .matches("does not enforce Landlock: tasks run unconfined")
+            .count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(statuses(&weft)["t"], "completed");
+}
