@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-pub use confine::landlock_available;
+pub use confine::{landlock_available, restrict_thread};
 pub(crate) use supervisor::is_ending;
 pub use supervisor::supervisor_main;
 

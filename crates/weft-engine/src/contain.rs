@@ -14,10 +14,12 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use weft_agents::contain::{Containment, WritePaths, resolve_write_path, worktree_admin_dir};
+use weft_agents::contain::{WritePaths, resolve_write_path, worktree_admin_dir};
 use weft_agents::manifest::Manifest;
 
-pub use weft_agents::contain::{Confine, SUPERVISOR_ARG, landlock_available, supervisor_main};
+pub use weft_agents::contain::{
+    Confine, Containment, SUPERVISOR_ARG, landlock_available, supervisor_main,
+};
 
 use crate::EngineConfig;
 use crate::error::EngineError;
@@ -168,4 +170,57 @@ pub(crate) fn preview(
         mode: mode.into(),
         write_paths,
     }
+}
+
+/// The containment of an agent-CLI planner's turns: contained like an attempt and, when
+/// confined, writing only the CLI's own state folders (its manifest's `write_paths`) and
+/// a private temp folder, never the workspace. `state_dir` is `<workspace>/.weft`;
+/// `home` the user's home folder.
+pub fn planner_containment(
+    contain: &ContainConfig,
+    state_dir: &Path,
+    home: Option<&Path>,
+    runner: &str,
+) -> Result<Option<Containment>, EngineError> {
+    let Some(supervisor) = &contain.supervisor else {
+        return Ok(None);
+    };
+    let confine = match (contain.confine, contain.landlock_available) {
+        (Confine::Off, _) | (Confine::Auto, false) => false,
+        (_, true) => true,
+        (Confine::Landlock, false) => {
+            return Err(EngineError::Refused {
+                detail: "confine = \"landlock\", but this kernel does not enforce Landlock, so weft cannot keep the planner read-only".into(),
+                hint: "set `confine = \"auto\"` or `confine = \"off\"`, or plan from a plan file (`weft plan --file`)".into(),
+            });
+        }
+    };
+    let tmp = state_dir
+        .join("tmp")
+        .join(format!("planner-{}", std::process::id()));
+    let confine = if confine {
+        let manifest = Manifest::builtin(runner);
+        let var = |name: &str| contain.env.0.get(name).cloned();
+        let mut paths = Vec::new();
+        for entry in manifest.iter().flat_map(|m| m.write_paths()) {
+            let resolved =
+                resolve_write_path(entry, home, &var).map_err(|e| EngineError::Refused {
+                    detail: format!("the {runner} planner: {e}"),
+                    hint: "fix the variable it names, or plan with another planner".into(),
+                })?;
+            paths.extend(resolved);
+        }
+        Some(WritePaths {
+            create: paths.clone(),
+            paths,
+        })
+    } else {
+        None
+    };
+    Ok(Some(Containment {
+        supervisor: supervisor.clone(),
+        kill_grace: weft_agents::contain::DEFAULT_KILL_GRACE,
+        confine,
+        tmp_dir: Some(tmp),
+    }))
 }

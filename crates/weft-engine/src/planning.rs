@@ -87,6 +87,9 @@ pub struct PlanningConfig {
     pub interrupt: Option<crate::Interrupt>,
     /// Prose replies go to the user (a conversation; a revision at a terminal).
     pub converse: bool,
+    /// How an agent-CLI planner's processes are contained (see
+    /// [`crate::contain::planner_containment`]); `None`: uncontained.
+    pub contain: Option<crate::contain::Containment>,
 }
 
 impl PlanningConfig {
@@ -110,6 +113,7 @@ impl PlanningConfig {
             approval_poll: Duration::from_millis(250),
             interrupt: None,
             converse: style == Style::Conversation,
+            contain: None,
         }
     }
 
@@ -237,6 +241,7 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             cli.turn_timeout = config.turn_timeout;
             cli.env = config.env.clone();
             cli.interrupt = config.interrupt.clone();
+            cli.contain = config.contain.clone();
             Ok(Backend::Agent(Box::new(AgentCliPlanner::new(cli))))
         }
     }

@@ -164,7 +164,7 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if args.landlock {
         let mut write = args.write.clone();
         write.extend(args.tmp.iter().cloned());
-        if let Err(e) = super::confine::restrict_self(&write) {
+        if let Err(e) = super::confine::restrict_thread(&write) {
             say(&format!(
                 "weft's supervisor refused to start the agent unconfined: {e}"
             ));

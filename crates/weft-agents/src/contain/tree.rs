@@ -25,6 +25,14 @@ pub(crate) struct Member {
 
 /// Every live process whose parent chain leads to `root` (not `root` itself).
 pub(crate) fn descendants(root: u32) -> Vec<Member> {
+    // Fast path, the common case: no children at all means no descendants (every
+    // descendant's parent chain passes through one of them). The file lists the children
+    // of one thread; `root` (the supervisor) is single-threaded, so its tid is its pid.
+    if let Ok(children) = std::fs::read_to_string(format!("/proc/{root}/task/{root}/children"))
+        && children.trim().is_empty()
+    {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -125,6 +125,9 @@ pub struct AgentCliConfig {
     /// Raised by the front end when the user interrupts: the turn's process group is
     /// stopped.
     pub interrupt: Option<weft_core::interrupt::Interrupt>,
+    /// Each turn's process runs under this containment (weft-agents' supervisor): the
+    /// planner gets no write access to the workspace, whatever the CLI's own mode says.
+    pub contain: Option<weft_agents::contain::Containment>,
 }
 
 impl AgentCliConfig {
@@ -139,6 +142,7 @@ impl AgentCliConfig {
             turn_timeout: DEFAULT_TURN_TIMEOUT,
             env: Vec::new(),
             interrupt: None,
+            contain: None,
         }
     }
 }
@@ -294,6 +298,7 @@ impl AgentCliPlanner {
     ) -> Result<Outcome, ProviderError> {
         let mut options = SuperviseOptions::unlogged(self.config.turn_timeout);
         options.idle_after = Duration::ZERO;
+        options.contain = self.config.contain.clone();
         let (events, received) = mpsc::channel();
         let attempt = Attempt::start(spec, options, events)
             .map_err(|e| self.spawn_error(spawn_message(&e)))?;

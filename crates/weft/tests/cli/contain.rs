@@ -364,3 +364,29 @@ fn confine_landlock_refuses_to_run_where_landlock_is_unavailable_and_auto_says_s
     );
     assert_eq!(statuses(&weft)["t"], "completed");
 }
+
+/// Acceptance 9 (the agent-CLI planners): a planner whose CLI writes workspace files,
+/// which its own plan mode would not stop here (the fake agent ignores modes), is refused
+/// by the confinement; the same script writes them with `confine = "off"`.
+#[test]
+fn an_agent_cli_planner_cannot_write_the_workspace_whatever_its_own_mode_allows() {
+    let script = "write README.md evil\nwrite new.txt evil\nsay done";
+    for (confine, writes) in [("off", true), ("auto", false)] {
+        let weft = Weft::with_agents();
+        let readme = weft.work().join("README.md");
+        let before = read(&readme);
+        let args = ["plan", "x", "--yes", "--planner", "claude-code"];
+        let mut command = weft.command(&args);
+        command
+            .env("WEFT_CONFINE", confine)
+            .env("WEFT_FAKE_SCRIPT", script);
+        let run = weft.run_command(&args, command);
+        assert_eq!(
+            weft.work().join("new.txt").exists(),
+            writes,
+            "confine={confine}: {}",
+            weft.show(&run)
+        );
+        assert_eq!(read(&readme) == before, !writes, "confine={confine}");
+    }
+}

@@ -84,6 +84,9 @@ fn with_bin(weft: &Weft, bin: &std::path::Path, args: &[&str]) -> Command {
     joined.push(":");
     joined.push(std::env::var_os("PATH").unwrap_or_default());
     command.env("PATH", joined).env("WEFT_RUNNER", "exec");
+    // The stand-in CLIs in `bin` record their argv and stdin there, outside the
+    // workspace, which a confined planner cannot write.
+    command.env("WEFT_CONFINE", "off");
     command
 }
 

@@ -98,6 +98,12 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
             .hint("install it and log in once, or choose another planner with --planner"));
         }
         config.program = Some(program);
+        config.contain = weft_engine::contain::planner_containment(
+            &ctx.contain_config(),
+            &ctx.workspace.state_dir(),
+            crate::context::transcript_locator().home.as_deref(),
+            kind.name(),
+        )?;
     }
     config.model = args.model.clone();
     if args.effort.is_some() && choice == PlannerChoice::OpenAi {
