@@ -211,21 +211,24 @@ fn unusable(why: String) -> EngineError {
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub isolation: Isolation,
-    /// The encoded base when the integration branches were created now.
-    pub base: Option<String>,
+    /// The run's base, encoded as refs are: the recorded one, or the one to record now.
+    pub base: String,
+    /// No base was recorded yet: the caller records `base`, then cuts the branches.
+    pub new: bool,
     /// Stashes taken (`--stash`), per slot index.
     pub stashes: Vec<(usize, Oid)>,
 }
 
 impl Isolation {
-    /// Open the workspace's repositories for a run; create the integration branches at
-    /// HEAD when the run is new, or reuse the recorded ones.
+    /// Open the workspace's repositories for a run and find its base: the recorded one, or
+    /// HEAD for a new run. Cuts nothing: the caller records the base first and then calls
+    /// [`Isolation::cut_integration`].
     pub fn prepare(
         workspace: &Path,
         state_dir: &Path,
         repos: &[String],
         run_id: &str,
-        existing_branch: Option<&str>,
+        recorded_base: Option<&str>,
         stash: bool,
     ) -> Result<Prepared, EngineError> {
         let isolation = Isolation::existing(workspace, state_dir, repos, run_id)?;
@@ -277,29 +280,53 @@ impl Isolation {
                 }
             }
         }
-        let exists = isolation.slots.iter().all(|s| {
-            s.repo
-                .branch_exists(&isolation.integration_branch)
-                .unwrap_or(false)
-        });
-        if existing_branch.is_some() && exists {
-            return Ok(Prepared {
-                isolation,
-                base: None,
-                stashes,
-            });
-        }
-        for (slot, head) in isolation.slots.iter().zip(&heads) {
-            slot.repo
-                .create_branch(&isolation.integration_branch, head)
-                .map_err(git_error)?;
-        }
-        let base = encode(&isolation.slots, &heads);
+        // The base is recorded before any branch is cut (see `cut_integration`): a run
+        // that recorded one keeps it; a new run's base is HEAD, unless an earlier engine of
+        // this same run cut the branch and died before recording it (the old order) — the
+        // run id is this run's own, so that branch is ours and adopted where it stands.
+        let base = match recorded_base {
+            Some(base) => base.to_owned(),
+            None => {
+                let mut oids = Vec::new();
+                for (slot, head) in isolation.slots.iter().zip(heads) {
+                    let ours = slot
+                        .repo
+                        .rev_parse(&isolation.integration_ref())
+                        .map_err(git_error)?;
+                    oids.push(ours.unwrap_or(head));
+                }
+                encode(&isolation.slots, &oids)
+            }
+        };
         Ok(Prepared {
             isolation,
-            base: Some(base),
+            base,
+            new: recorded_base.is_none(),
             stashes,
         })
+    }
+
+    /// Cut the integration branch at the recorded `base` in every repository that does
+    /// not have it yet. Called only after the base is stored, so a crash at any point
+    /// leaves either no branch (cut at the next start) or one at the recorded base.
+    pub fn cut_integration(&self, base: &str) -> Result<(), EngineError> {
+        let oids = decode(&self.slots, base).ok_or_else(|| EngineError::Isolation {
+            detail: format!("the run's recorded base {base:?} does not name every repository"),
+            hint: "`weft handoff discard` ends this run; the next `weft run` starts a fresh one"
+                .into(),
+        })?;
+        for (slot, oid) in self.slots.iter().zip(&oids) {
+            if !slot
+                .repo
+                .branch_exists(&self.integration_branch)
+                .map_err(git_error)?
+            {
+                slot.repo
+                    .create_branch(&self.integration_branch, oid)
+                    .map_err(git_error)?;
+            }
+        }
+        Ok(())
     }
 
     /// The isolation of a run whose branches exist (or are about to be created).
@@ -355,6 +382,7 @@ impl Isolation {
         let mut parts = Vec::new();
         for (index, (slot, tip)) in self.slots.iter().zip(tips).enumerate() {
             let path = self.slot_path(&folder, slot);
+            reclaim_unrecorded(&slot.repo, &path, &branch)?;
             slot.repo
                 .add_worktree(&path, &branch, &tip)
                 .map_err(git_error)?;
@@ -623,6 +651,58 @@ impl Isolation {
             .collect()
     }
 
+    /// An interrupted attempt's cut, at the next start: removed with its branch when it
+    /// holds nothing that did not land, else kept. `Some(why)` when it is kept.
+    ///
+    /// "Holds work" means a commit on its branch beyond where it was cut, or an uncommitted
+    /// path in a worktree other than a symlink (weft's own links to the main checkout's
+    /// ignored artifacts are symlinks; an agent's work rarely is).
+    pub fn reclaim_interrupted(&self, cut: &Cut) -> Option<String> {
+        let mut work = Vec::new();
+        for part in &cut.parts {
+            let repo = &self.slots[part.slot].repo;
+            let tip = repo.rev_parse(&branch_ref(&cut.branch)).ok().flatten();
+            if tip.as_ref().is_some_and(|tip| *tip != part.cut_from) {
+                work.push(format!("commits on {}", cut.branch));
+            }
+            if part.path.exists() {
+                match repo
+                    .open_worktree(&part.path)
+                    .and_then(|wt| wt.uncommitted_paths())
+                {
+                    Ok(paths) => {
+                        let real = paths
+                            .iter()
+                            .filter(|p| !part.path.join(p.trim_end_matches('/')).is_symlink())
+                            .count();
+                        if real > 0 {
+                            work.push(format!("{real} uncommitted file(s)"));
+                        }
+                    }
+                    // Unreadable: keep it, never remove what cannot be inspected.
+                    Err(e) => work.push(format!("its worktree could not be inspected: {e}")),
+                }
+            }
+        }
+        if !work.is_empty() {
+            return Some(format!(
+                "interrupted with work that did not land ({})",
+                work.join(", ")
+            ));
+        }
+        for part in &cut.parts {
+            let repo = &self.slots[part.slot].repo;
+            let _ = repo.remove_worktree(&part.path, true);
+            if repo.branch_exists(&cut.branch).unwrap_or(false) {
+                let _ = repo.delete_branch(&cut.branch, true);
+            }
+        }
+        if self.is_group() {
+            let _ = fs_err::remove_dir_all(&cut.path);
+        }
+        None
+    }
+
     /// Remove a landed attempt's worktrees (its branches stay until handoff).
     pub fn drop_worktree(&self, cut: &Cut) {
         for part in &cut.parts {
@@ -632,6 +712,31 @@ impl Isolation {
             let _ = fs_err::remove_dir(&cut.path);
         }
     }
+}
+
+/// Make room for a fresh cut at `path` on `branch` when an engine that died left one
+/// there before recording its attempt.
+///
+/// Safe by construction: the folder and branch names carry the attempt number, which is
+/// one more than the attempts this run recorded for the task, so whatever stands at that
+/// name belongs to an attempt the store never heard of — it never ran to a verdict and its
+/// work can never land. It is removed (worktree, folder and branch) instead of failing the
+/// task on every rerun with "the folder exists and is not empty".
+fn reclaim_unrecorded(repo: &Repo, path: &Path, branch: &str) -> Result<(), EngineError> {
+    if path.symlink_metadata().is_ok() {
+        repo.remove_worktree(path, true).map_err(git_error)?;
+        if path.symlink_metadata().is_ok() {
+            fs_err::remove_dir_all(path).map_err(|error| EngineError::Io {
+                path: path.display().to_string(),
+                error,
+            })?;
+        }
+        repo.prune_worktrees().map_err(git_error)?;
+    }
+    if repo.branch_exists(branch).map_err(git_error)? {
+        repo.delete_branch(branch, true).map_err(git_error)?;
+    }
+    Ok(())
 }
 
 /// How much of a failed setup command's output its error quotes.

@@ -208,6 +208,16 @@ impl Repo {
             .collect())
     }
 
+    /// Every path with uncommitted changes, untracked files included (ignored ones not),
+    /// repository-relative: an empty list means the working tree holds nothing new.
+    pub fn uncommitted_paths(&self) -> Result<Vec<String>, GitError> {
+        Ok(self
+            .status(true)?
+            .into_iter()
+            .map(|entry| entry.path)
+            .collect())
+    }
+
     /// `git status --porcelain -z`, with or without untracked files.
     pub(crate) fn status(&self, untracked: bool) -> Result<Vec<StatusEntry>, GitError> {
         let call = self.read().args([

@@ -89,6 +89,7 @@ impl RunLoop<'_> {
             .executor
             .prepare(&task, &place)
             .map_err(|e| e.to_string())?;
+        crate::failpoint::hit("worktree_added");
         let note = match (&place, &folder.repair_files) {
             (
                 Place::Cut {
@@ -145,6 +146,7 @@ impl RunLoop<'_> {
             started.canceller.cancel();
             return Err(e.to_string());
         }
+        crate::failpoint::hit("attempt_recorded");
         Ok(Live {
             attempt: record,
             order: task.order,

@@ -101,13 +101,7 @@ impl<'a> RunLoop<'a> {
                 error,
             })?;
         }
-        let (isolation, stashes) = startup::isolate(
-            config,
-            &mut store,
-            &run_id,
-            claimed.run.integration_branch.as_deref(),
-            on_event,
-        )?;
+        let (isolation, stashes) = startup::isolate(config, &mut store, &claimed.run, on_event)?;
         let isolation = isolation.map(Arc::new);
         let executor: Arc<dyn Executor> = Arc::new(LocalExecutor {
             workspace: config.workspace.clone(),

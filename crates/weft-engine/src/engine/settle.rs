@@ -111,6 +111,7 @@ impl RunLoop<'_> {
                     },
                     now(),
                 )?;
+                crate::failpoint::hit("landing_journaled");
                 self.landings.push(Waiting {
                     task: ended.live.task.clone(),
                     repair_files: ended.live.repair_files.clone(),
@@ -131,12 +132,14 @@ impl RunLoop<'_> {
             };
             let keep = self.config.isolation.keep_worktrees;
             let landed = landing::land(iso, self.executor.as_ref(), &waiting, keep);
+            crate::failpoint::hit("landing_ref_moved");
             match waiting.then {
                 Then::Finish(ended) => self.record_end(*ended, Some(landed))?,
                 Then::Recovered(attempt) => {
                     self.record_recovered(&waiting.task, *attempt, landed)?;
                 }
             }
+            crate::failpoint::hit("landing_recorded");
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ use super::runloop::RunLoop;
 use super::{now, same_process_alive};
 use crate::attempt::{self, runner_name};
 use crate::error::EngineError;
+use crate::failpoint;
 use crate::isolation::Isolation;
 use crate::{EngineConfig, EngineEvent};
 
@@ -57,22 +58,26 @@ pub(super) fn preflight_runners(config: &EngineConfig, plan: &Plan) -> Result<()
 pub(super) type Stashes = Vec<(usize, Oid)>;
 
 /// The git side of an isolated run (None in shared mode), and the stashes to give back.
+///
+/// Crash safety: the base and the integration branch are recorded before the branch is
+/// cut, so a restart finds either no branch (and cuts it at the recorded base) or the
+/// branch at it; never a branch the store does not know (which wedged every later run).
 pub(super) fn isolate(
     config: &EngineConfig,
     store: &mut Store,
-    run_id: &str,
-    integration_branch: Option<&str>,
+    run: &weft_core::Run,
     on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(Option<Isolation>, Stashes), EngineError> {
     if !config.isolation.enabled {
         return Ok((None, Vec::new()));
     }
+    let recorded = run.integration_branch.as_ref().and(run.base_ref.as_deref());
     let prepared = Isolation::prepare(
         &config.workspace,
         &config.state_dir,
         &config.isolation.repos,
-        run_id,
-        integration_branch,
+        &run.id,
+        recorded,
         config.isolation.stash,
     )?;
     for (_, stash) in &prepared.stashes {
@@ -85,15 +90,18 @@ pub(super) fn isolate(
         on_event(EngineEvent::Notice { text });
     }
     let isolation = prepared.isolation;
-    if let Some(base) = prepared.base {
+    if prepared.new {
         store.set_run_refs(
-            run_id,
+            &run.id,
             &config.plan_id,
-            &base,
+            &prepared.base,
             &isolation.integration_branch,
             now(),
         )?;
+        failpoint::hit("run_refs_recorded");
     }
+    isolation.cut_integration(&prepared.base)?;
+    failpoint::hit("integration_branch_cut");
     Ok((Some(isolation), prepared.stashes))
 }
 
@@ -125,6 +133,37 @@ impl RunLoop<'_> {
                 attempt: attempt.id.clone(),
                 killed_leftover: killed,
             });
+        }
+        self.reclaim_interrupted()
+    }
+
+    /// Interrupted attempts' cuts (a dead engine's, or a stopped run's) go unless they hold
+    /// work that did not land; those are kept, and `weft status` lists them. The tasks
+    /// start afresh either way. Bounds: one `git status` per interrupted cut still on disk.
+    fn reclaim_interrupted(&mut self) -> Result<(), EngineError> {
+        let Some(iso) = self.isolation.clone() else {
+            return Ok(());
+        };
+        for attempt in self.store.attempts_of_plan(&self.config.plan_id)? {
+            let (Some(folder), Some(branch), Some(cut_from)) =
+                (&attempt.worktree, &attempt.branch, &attempt.cut_from)
+            else {
+                continue;
+            };
+            if attempt.status != AttemptStatus::Interrupted {
+                continue;
+            }
+            let folder = std::path::Path::new(folder);
+            let branch_left = iso
+                .slots
+                .iter()
+                .any(|s| s.repo.branch_exists(branch).unwrap_or(false));
+            if !folder.exists() && !branch_left {
+                continue;
+            }
+            if let Some(cut) = iso.recorded_cut(folder, branch, cut_from) {
+                iso.reclaim_interrupted(&cut);
+            }
         }
         Ok(())
     }

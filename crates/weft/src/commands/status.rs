@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use weft_core::Plan;
+use weft_core::{Plan, TaskStatus};
+use weft_engine::kept::NO_ENGINE;
 use weft_store::Store;
 
 use crate::cli::Globals;
@@ -33,23 +34,94 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         return watch(&store, &plan_id, default_runner);
     }
     // The outline: everything the map and the JSON show, without the prompts.
-    let plan = store.plan_outline(&plan_id)?;
-    let usage = usage_by_task(&store.attempts_of_plan(&plan_id)?);
+    let mut plan = store.plan_outline(&plan_id)?;
+    let attempts = store.attempts_of_plan(&plan_id)?;
+    let engine_alive = weft_engine::control::engine_running(&store, &plan_id)?.is_some();
+    // Tasks recorded running whose engine is gone are interrupted, whatever the store says.
+    let mut orphaned = Vec::new();
+    if !engine_alive {
+        for task in &mut plan.tasks {
+            if task.status == TaskStatus::InProgress {
+                task.status = TaskStatus::Interrupted;
+                orphaned.push((task.order, task.id.clone()));
+            }
+        }
+    }
+    let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
+    let usage = usage_by_task(&attempts);
     if args.json {
+        let status = StatusWithKept {
+            status: plan_json(&plan, default_runner, &usage),
+            kept_worktrees: &kept,
+        };
+        let json = if orphaned.is_empty() {
+            None
+        } else {
+            // Rare (an engine died): the tasks it left say why they read interrupted.
+            let mut json = serde_json::to_value(&status).map_err(std::io::Error::from)?;
+            if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
+                for task in tasks {
+                    if orphaned.iter().any(|(_, id)| task["id"] == id.as_str()) {
+                        task["reason"] = NO_ENGINE.into();
+                    }
+                }
+            }
+            Some(json)
+        };
         // JSON carries no colour: write it straight out, not through the colour filter.
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let written = serde_json::to_writer(&mut out, &plan_json(&plan, default_runner, &usage))
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
+        let written = match &json {
+            Some(json) => serde_json::to_writer(&mut out, json),
+            None => serde_json::to_writer(&mut out, &status),
+        }
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
         match written {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(()),
         }
     } else {
-        print_plan_map(&plan, default_runner, &usage)
+        print_plan_map(&plan, default_runner, &usage)?;
+        let mut text = String::new();
+        if !orphaned.is_empty() {
+            let tasks: Vec<String> = orphaned.iter().map(|(o, _)| format!("#{o}")).collect();
+            text.push_str(&format!(
+                "\ninterrupted ({NO_ENGINE}): {}; `weft run` continues them\n",
+                tasks.join(", ")
+            ));
+        }
+        if !kept.is_empty() {
+            text.push_str("\nkept worktrees:\n");
+            for k in kept.iter().take(KEPT_SHOWN) {
+                text.push_str(&format!("  {} (task {}): {}\n", k.path, k.task, k.reason));
+            }
+            if kept.len() > KEPT_SHOWN {
+                text.push_str(&format!(
+                    "  and {} more (`weft status --json` lists them all)\n",
+                    kept.len() - KEPT_SHOWN
+                ));
+            }
+        }
+        if text.is_empty() {
+            Ok(())
+        } else {
+            stdout(&text)
+        }
     }
 }
+
+/// `weft status --json`: the plan, and the worktrees weft keeps (issue 12: every worktree
+/// weft registered is a running attempt's, the integration checkout, or listed here).
+#[derive(serde::Serialize)]
+struct StatusWithKept<'a> {
+    #[serde(flatten)]
+    status: crate::render::StatusJson<'a>,
+    kept_worktrees: &'a [weft_engine::kept::KeptWorktree],
+}
+
+/// How many kept worktrees the text lists (a screenful); the rest are counted.
+const KEPT_SHOWN: usize = 20;
 
 fn map_text(plan: &Plan, default_runner: &str, usage: &HashMap<String, TaskUsage>) -> String {
     styled(|out| plan_map(out, plan, default_runner, usage))

@@ -1,0 +1,631 @@
+//! Crash safety (issue 12): `weft run` killed by SIGKILL at any moment, and the next
+//! `weft run` finishes the plan as if nothing happened.
+//!
+//! The kills are real: the engine is the `weft` process, killed from outside at random
+//! moments, or killing itself at a named point of a multi-step change through the
+//! engine's `failpoints` seam (`WEFT_FAILPOINT=<point>[:<n>]`, compiled into test builds
+//! only; see `weft-engine/src/failpoint.rs`). Everything else is real too: git in a
+//! temporary repository, the SQLite store, the `exec` runner's shell processes.
+//!
+//! The campaign runs `WEFT_CRASH_KILLS` kills (default 21, CI's figure) over fresh
+//! workspaces of a 30-task plan and prints its figures (kills by point, failures).
+//! `WEFT_CRASH_SEED` repeats a campaign.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use weft_testkit::Hermetic;
+
+/// Every point of the engine's seam, in the order a run reaches them.
+const POINTS: &[&str] = &[
+    "run_refs_recorded",
+    "integration_branch_cut",
+    "worktree_added",
+    "attempt_recorded",
+    "landing_journaled",
+    "landing_ref_moved",
+    "landing_recorded",
+];
+
+const TASKS: u32 = 30;
+
+/// A workspace: a git repository with one commit and a stored plan.
+struct Space {
+    env: Hermetic,
+}
+
+impl Space {
+    fn new(plan: &str) -> Space {
+        let env = Hermetic::new();
+        env.git_init();
+        let space = Space { env };
+        fs_err::write(space.work().join("plan.toml"), plan).unwrap();
+        // The plan file is the user's own (committed), so their checkout is clean.
+        space.git(&["add", "plan.toml"]);
+        space.git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "plan",
+        ]);
+        let stored = space
+            .weft(&["plan", "--file", "plan.toml"])
+            .output()
+            .unwrap();
+        assert!(stored.status.success(), "{}", text(&stored.stderr));
+        space
+    }
+
+    fn work(&self) -> PathBuf {
+        self.env.work()
+    }
+
+    fn weft(&self, args: &[&str]) -> Command {
+        let mut command = self.env.command(env!("CARGO_BIN_EXE_weft"));
+        command.args(args).stdin(Stdio::null());
+        command
+    }
+
+    /// `weft run`, isolated, optionally dying at a failpoint.
+    fn run(&self, failpoint: Option<&str>) -> Command {
+        let mut command = self.weft(&["run", "--isolated", "--parallel", "4"]);
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+        if let Some(point) = failpoint {
+            command.env("WEFT_FAILPOINT", point);
+        }
+        command
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = self.env.command("git").args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    fn status_json(&self) -> Value {
+        let out = self.weft(&["status", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.work().join(".weft/weft.db")).unwrap()
+    }
+
+    fn run_id(&self) -> String {
+        self.db()
+            .query_row(
+                "SELECT id FROM runs ORDER BY started_at DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// What the user sees of their own checkout: HEAD, the branch, `git status`.
+    fn checkout(&self) -> (String, String, String) {
+        (
+            self.git(&["rev-parse", "HEAD"]),
+            self.git(&["symbolic-ref", "-q", "HEAD"]),
+            self.git(&["status", "--porcelain", "--untracked-files=all"]),
+        )
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The campaign's plan: 30 exec tasks in waves (task n waits for task n-5), each writing
+/// its own file.
+fn campaign_plan() -> String {
+    let mut plan = String::from("goal = \"crash campaign\"\nrunner = \"exec\"\n");
+    for n in 1..=TASKS {
+        plan.push_str(&format!(
+            "\n[[tasks]]\nid = \"t{n}\"\ntitle = \"Task {n}\"\nprompt = '''\nmkdir -p out\nprintf 'task {n}\\n' > out/t{n}.txt\nsleep 0.0{}\n'''\n",
+            n % 7
+        ));
+        if n > 5 {
+            plan.push_str(&format!("dependencies = [\"t{}\"]\n", n - 5));
+        }
+    }
+    plan
+}
+
+/// Processes whose working folder is inside the workspace's `.weft` (a task's shell).
+fn processes_in(state: &Path) -> Vec<String> {
+    let Ok(state) = state.canonicalize() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cwd) = std::fs::read_link(entry.path().join("cwd"))
+            && cwd.starts_with(&state)
+        {
+            found.push(format!("{name} in {}", cwd.display()));
+        }
+    }
+    found
+}
+
+/// Everything the issue asks of a run that completed after crashes; `Err` says what broke.
+fn check_finished(space: &Space, before: &(String, String, String)) -> Result<(), String> {
+    let status = space.status_json();
+    let tasks = status["plan"]["tasks"].as_array().unwrap();
+    let unfinished: Vec<String> = tasks
+        .iter()
+        .filter(|t| t["status"] != "completed")
+        .map(|t| format!("{}={}", t["id"], t["status"]))
+        .collect();
+    if !unfinished.is_empty() {
+        return Err(format!("not completed: {}", unfinished.join(", ")));
+    }
+    let run = space.run_id();
+    let integration = format!("weft/{run}/integration");
+    let log = space.git(&["log", "--format=%s", &integration]);
+    let mut landings: BTreeMap<u32, usize> = BTreeMap::new();
+    for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("weft: land task ") {
+            let n: u32 = rest.split(':').next().unwrap().parse().unwrap();
+            *landings.entry(n).or_default() += 1;
+        }
+    }
+    for n in 1..=TASKS {
+        if landings.get(&n) != Some(&1) {
+            return Err(format!("task {n} landed {:?} times", landings.get(&n)));
+        }
+        let file = space.git(&["show", &format!("{integration}:out/t{n}.txt")]);
+        if file != format!("task {n}\n") {
+            return Err(format!(
+                "task {n}'s file on the integration branch: {file:?}"
+            ));
+        }
+    }
+    let fsck = space
+        .env
+        .command("git")
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .output()
+        .unwrap();
+    if !fsck.status.success() {
+        return Err(format!(
+            "git fsck: {}{}",
+            text(&fsck.stdout),
+            text(&fsck.stderr)
+        ));
+    }
+    let integrity: String = space
+        .db()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    if integrity != "ok" {
+        return Err(format!("PRAGMA integrity_check: {integrity}"));
+    }
+    // A task process the dead engine started but never recorded cannot be killed by the
+    // next one (it never learnt its pid); the exec tasks end by themselves within a second.
+    let state = space.work().join(".weft");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_in(&state).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let alive = processes_in(&state);
+    if !alive.is_empty() {
+        return Err(format!("processes of the run alive: {alive:?}"));
+    }
+    let kept: BTreeSet<String> = status["kept_worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["path"].as_str().unwrap().to_owned())
+        .collect();
+    let main = space.work().canonicalize().unwrap();
+    let listed = space.git(&["worktree", "list", "--porcelain"]);
+    for path in listed.lines().filter_map(|l| l.strip_prefix("worktree ")) {
+        let path = PathBuf::from(path);
+        if path == main {
+            continue;
+        }
+        let known = kept
+            .iter()
+            .any(|k| Path::new(k).canonicalize().ok().as_deref() == Some(path.as_path()));
+        if !known {
+            return Err(format!(
+                "worktree {} is registered but not listed as kept",
+                path.display()
+            ));
+        }
+    }
+    // Branches: the integration branch, the landed attempts' (kept until handoff), and
+    // those of kept worktrees.
+    let db = space.db();
+    let mut allowed: BTreeSet<String> = BTreeSet::from([integration.clone()]);
+    let mut statement = db
+        .prepare("SELECT branch, status, worktree FROM attempts WHERE branch IS NOT NULL")
+        .unwrap();
+    let rows = statement
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (branch, status, worktree) = row.unwrap();
+        if status == "passed" || worktree.is_some_and(|w| kept.contains(&w)) {
+            allowed.insert(branch);
+        }
+    }
+    let branches = space.git(&["branch", "--list", "weft/*", "--format=%(refname:short)"]);
+    for branch in branches.lines() {
+        if !allowed.contains(branch) {
+            return Err(format!("branch {branch} is neither landed nor kept"));
+        }
+    }
+    let after = space.checkout();
+    if &after != before {
+        return Err(format!(
+            "the user's checkout changed: {before:?} -> {after:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A small xorshift: the campaign's randomness, repeatable by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below.max(1)
+    }
+}
+
+/// How one `weft run` under the campaign ended.
+enum Ended {
+    Killed,
+    Completed,
+    Failed(String),
+}
+
+fn wait_ended(mut child: std::process::Child) -> Ended {
+    use std::os::unix::process::ExitStatusExt;
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    if status.signal() == Some(9) {
+        Ended::Killed
+    } else if status.success() {
+        Ended::Completed
+    } else {
+        Ended::Failed(format!("{status}: {stderr}"))
+    }
+}
+
+#[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "the campaign prints its figures: kills by point, failures"
+)]
+fn a_run_killed_at_any_point_is_finished_by_the_next_run() {
+    let kills: usize = std::env::var("WEFT_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(21);
+    let seed: u64 = std::env::var("WEFT_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    let mut rng = Rng(seed);
+    let mut by_point: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures: Vec<String> = Vec::new();
+    let mut done = 0usize;
+    let mut cycles = 0usize;
+    let started = Instant::now();
+    while done < kills {
+        cycles += 1;
+        let space = Space::new(&campaign_plan());
+        let before = space.checkout();
+        // Up to 7 kills per workspace, then a run that must finish the plan.
+        let mut in_cycle = 0;
+        let mut completed = false;
+        while in_cycle < 7 && done < kills && !completed {
+            let forced = rng.next(3) != 0;
+            let (label, child) = if forced {
+                let point = POINTS[(done + cycles) % POINTS.len()];
+                let nth = 1 + rng.next(
+                    if point.starts_with("run_") || point.starts_with("integration") {
+                        1
+                    } else {
+                        12
+                    },
+                );
+                let wanted = format!("{point}:{nth}");
+                (point.to_owned(), space.run(Some(&wanted)).spawn().unwrap())
+            } else {
+                let mut child = space.run(None).spawn().unwrap();
+                let early = rng.next(4) == 0;
+                let delay = rng.next(if early { 60 } else { 2500 });
+                std::thread::sleep(Duration::from_millis(delay));
+                let _ = child.kill();
+                ("random".to_owned(), child)
+            };
+            match wait_ended(child) {
+                Ended::Killed => {
+                    *by_point.entry(label).or_default() += 1;
+                    done += 1;
+                    in_cycle += 1;
+                }
+                Ended::Completed => completed = true,
+                Ended::Failed(why) => {
+                    failures.push(format!("cycle {cycles}: a run after a kill failed: {why}"));
+                    completed = true;
+                }
+            }
+        }
+        let finished = space.run(None).spawn().unwrap();
+        match wait_ended(finished) {
+            Ended::Completed => {}
+            Ended::Killed => failures.push(format!("cycle {cycles}: the final run was killed")),
+            Ended::Failed(why) => {
+                failures.push(format!("cycle {cycles}: the final run failed: {why}"))
+            }
+        }
+        if let Err(why) = check_finished(&space, &before) {
+            failures.push(format!("cycle {cycles}: {why}"));
+        }
+        if !failures.is_empty() {
+            // Keep the evidence.
+            let kept = space.env.root().to_owned();
+            std::mem::forget(space);
+            failures.push(format!("(workspace kept at {})", kept.display()));
+            break;
+        }
+    }
+    eprintln!(
+        "crash campaign: seed {seed}, {done} kills over {cycles} workspaces in {:.1} s; by point: {by_point:?}; failures: {}",
+        started.elapsed().as_secs_f64(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+}
+
+/// A small plan: `n` independent exec tasks, each writing its own file.
+fn small_plan(n: u32, body: &str) -> String {
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    for i in 1..=n {
+        plan.push_str(&format!(
+            "\n[[tasks]]\nid = \"t{i}\"\ntitle = \"Task {i}\"\nprompt = '''\n{}\n'''\n",
+            body.replace("{n}", &i.to_string())
+        ));
+    }
+    plan
+}
+
+fn run_to_end(space: &Space) {
+    let out = space.run(None).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run after the crash failed: {}",
+        text(&out.stderr)
+    );
+}
+
+fn killed_at(space: &Space, point: &str) {
+    let child = space.run(Some(point)).spawn().unwrap();
+    assert!(
+        matches!(wait_ended(child), Ended::Killed),
+        "the engine did not die at {point}"
+    );
+}
+
+fn statuses(space: &Space) -> Vec<String> {
+    space.status_json()["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Issue 12, failure 1: the integration branch cut before the run recorded it wedged every
+/// later run ("branch weft/<run>/integration already exists").
+#[test]
+fn a_kill_around_cutting_the_integration_branch_never_wedges_the_next_run() {
+    let plan = small_plan(2, "printf '{n}\\n' > t{n}.txt");
+    // Killed after recording the base, before cutting: the branch is cut at the base.
+    let space = Space::new(&plan);
+    let base = space.git(&["rev-parse", "HEAD"]);
+    killed_at(&space, "run_refs_recorded");
+    assert_eq!(space.git(&["branch", "--list", "weft/*"]), "");
+    space.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "--allow-empty",
+        "-qm",
+        "moved on",
+    ]);
+    run_to_end(&space);
+    assert_eq!(statuses(&space), ["completed", "completed"]);
+    let integration = format!("weft/{}/integration", space.run_id());
+    assert!(
+        space
+            .env
+            .command("git")
+            .args(["merge-base", "--is-ancestor", base.trim(), &integration])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let moved_on = space.git(&["rev-parse", "HEAD"]);
+    let on_integration = space.git(&["log", "--format=%H", &integration]);
+    assert!(
+        !on_integration.contains(moved_on.trim()),
+        "the branch was cut at HEAD, not at the recorded base"
+    );
+
+    // The old order's leftover: the branch exists and the run never recorded it.
+    let space = Space::new(&plan);
+    killed_at(&space, "integration_branch_cut");
+    space
+        .db()
+        .execute_batch("UPDATE runs SET base_ref = NULL, integration_branch = NULL")
+        .unwrap();
+    run_to_end(&space);
+    assert_eq!(statuses(&space), ["completed", "completed"]);
+}
+
+/// Issue 12, failure 2: a worktree folder made for an attempt that was never recorded
+/// failed its task on every rerun ("the folder exists and is not empty").
+#[test]
+fn a_worktree_made_for_an_unrecorded_attempt_is_reclaimed_not_fatal() {
+    let space = Space::new(&small_plan(1, "printf '{n}\\n' > t{n}.txt"));
+    killed_at(&space, "worktree_added");
+    let folders: Vec<_> = fs_err::read_dir(space.work().join(".weft/worktrees"))
+        .unwrap()
+        .flatten()
+        .flat_map(|run| fs_err::read_dir(run.path()).unwrap().flatten())
+        .collect();
+    assert_eq!(folders.len(), 1, "the kill left the worktree behind");
+    let attempts: i64 = space
+        .db()
+        .query_row("SELECT count(*) FROM attempts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        attempts, 0,
+        "the attempt must not be recorded at this point"
+    );
+    run_to_end(&space);
+    assert_eq!(statuses(&space), ["completed"]);
+    let integration = format!("weft/{}/integration", space.run_id());
+    assert_eq!(
+        space.git(&["show", &format!("{integration}:t1.txt")]),
+        "1\n"
+    );
+}
+
+/// Wait until `space` records `n` running attempts and `ready` holds.
+fn wait_for(space: &Space, n: i64, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let running: i64 = space
+            .db()
+            .query_row(
+                "SELECT count(*) FROM attempts WHERE status = 'running'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        if running >= n && ready() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the attempts never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The worktree folders of the space's runs.
+fn worktrees(space: &Space) -> Vec<PathBuf> {
+    let root = space.work().join(".weft/worktrees");
+    let mut found: Vec<PathBuf> = fs_err::read_dir(&root)
+        .map(|d| {
+            d.flatten()
+                .flat_map(|run| fs_err::read_dir(run.path()).unwrap().flatten())
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Issue 12, failures 3 and 6: after `kill -9` of the engine, `weft status` says the tasks
+/// it ran are interrupted because no engine runs; the next start reclaims the interrupted
+/// attempts' worktrees and branches, except one holding work that did not land, which is
+/// kept and listed.
+#[test]
+fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_or_listed() {
+    let plan = "goal = \"g\"\nrunner = \"exec\"\n\
+        [[tasks]]\nid = \"idle\"\ntitle = \"Idle\"\nprompt = '''\nsleep 3\nprintf 'idle\\n' > idle.txt\n'''\n\
+        [[tasks]]\nid = \"busy\"\ntitle = \"Busy\"\nprompt = '''\nprintf 'half\\n' > half.txt\nsleep 3\nprintf 'busy\\n' > busy.txt\n'''\n";
+    let space = Space::new(plan);
+    let mut child = space.run(None).spawn().unwrap();
+    wait_for(&space, 2, || {
+        worktrees(&space)
+            .iter()
+            .any(|w| w.join("half.txt").exists())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let status = space.status_json();
+    let tasks = status["plan"]["tasks"].as_array().unwrap();
+    for task in tasks {
+        assert_eq!(task["status"], "interrupted", "{task}");
+        assert_eq!(task["reason"], "no engine is running", "{task}");
+    }
+    let text_status = space.weft(&["status"]).output().unwrap();
+    assert!(
+        text(&text_status.stdout).contains("interrupted (no engine is running): #1, #2"),
+        "{}",
+        text(&text_status.stdout)
+    );
+
+    // The next run: the idle attempt's cut is gone, the busy one's is kept and listed.
+    let old = worktrees(&space);
+    assert_eq!(old.len(), 2);
+    let out = space.run(None).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let idle_cut = old.iter().find(|w| !w.join("half.txt").exists()).unwrap();
+    let busy_cut = old.iter().find(|w| w.join("half.txt").exists()).unwrap();
+    assert!(
+        !idle_cut.exists(),
+        "the interrupted idle attempt's worktree was not reclaimed"
+    );
+    let run = space.run_id();
+    let branches = space.git(&["branch", "--list", "weft/*", "--format=%(refname:short)"]);
+    assert!(
+        !branches.contains(&format!("weft/{run}/1-idle\n")),
+        "{branches}"
+    );
+    assert!(
+        branches.contains(&format!("weft/{run}/2-busy\n")),
+        "{branches}"
+    );
+    let kept = space.status_json()["kept_worktrees"].clone();
+    assert_eq!(kept.as_array().unwrap().len(), 1, "{kept}");
+    assert_eq!(kept[0]["path"], busy_cut.display().to_string());
+    assert_eq!(kept[0]["task"], "busy");
+    assert!(
+        kept[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("work that did not land"),
+        "{kept}"
+    );
+    assert_eq!(statuses(&space), ["completed", "completed"]);
+}
