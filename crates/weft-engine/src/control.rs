@@ -433,6 +433,13 @@ pub fn cancel(
             )],
         });
     }
+    // No engine runs it: the processes a dead engine left for this task end here.
+    let ended = end_orphans(
+        store,
+        plan_id,
+        Some(&target.id),
+        weft_core::AttemptStatus::Cancelled,
+    )?;
     let blocked: Vec<String> = stopped_by_failure(&plan, &target.id)
         .into_iter()
         .filter(|&i| {
@@ -458,6 +465,11 @@ pub fn cancel(
     };
     store.update_tasks(plan_id, &updates, Event::new(event).task(&target.id), now())?;
     let mut lines = vec![format!("task #{} {:?} cancelled", target.order, target.id)];
+    if ended > 0 {
+        lines.push(format!(
+            "ended the agent process a dead engine left running ({ended})"
+        ));
+    }
     if !blocked.is_empty() {
         lines.push(format!("blocked its dependents: {}", blocked.join(", ")));
     }
@@ -495,7 +507,16 @@ pub fn force_start(
 /// Stop the active run: running attempts are killed and marked interrupted.
 pub fn stop(store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineError> {
     let Some(pid) = engine_running(store, plan_id)? else {
-        return Err(EngineError::NoActiveRun);
+        // Its engine is gone: end what it left running, if anything.
+        let ended = end_orphans(store, plan_id, None, weft_core::AttemptStatus::Interrupted)?;
+        if ended == 0 {
+            return Err(EngineError::NoActiveRun);
+        }
+        return Ok(ControlReport {
+            lines: vec![format!(
+                "no engine is running; ended {ended} agent process(es) a dead engine left running (`weft run` continues their tasks)"
+            )],
+        });
     };
     store.push_control(plan_id, &ControlRequest::Stop, now())?;
     Ok(ControlReport {
@@ -503,6 +524,46 @@ pub fn stop(store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineErr
             "asked the engine (pid {pid}) to stop; running tasks will be interrupted"
         )],
     })
+}
+
+/// How long an orphaned agent gets between SIGTERM and SIGKILL.
+const ORPHAN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Attempts recorded running when no engine runs the plan (`task`: only that task's): kill
+/// the process group of each one still alive (the recorded pid and start ticks tell it is
+/// the same process) and record the attempt ended as `status`. Returns how many processes
+/// were ended. Only for a plan no engine runs: a live engine owns its attempts.
+fn end_orphans(
+    store: &mut Store,
+    plan_id: &str,
+    task: Option<&str>,
+    status: weft_core::AttemptStatus,
+) -> Result<usize, EngineError> {
+    let mut ended = 0;
+    for mut attempt in store.running_attempts()? {
+        if attempt.plan_id != plan_id || task.is_some_and(|t| t != attempt.task_id) {
+            continue;
+        }
+        let killed = if let (Some(pid), Some(group)) = (attempt.pid, attempt.process_group)
+            && same_process_alive(pid, attempt.process_start_ticks)
+        {
+            weft_agents::supervise::kill_group(group, ORPHAN_GRACE)
+        } else {
+            false
+        };
+        ended += usize::from(killed);
+        attempt.status = status;
+        attempt.ended_at = Some(now());
+        store.save_attempt(
+            &attempt,
+            Some((
+                "attempt_interrupted",
+                json!({ "attempt": attempt.id, "task": attempt.task_id, "run": attempt.run_id, "killed_leftover": killed, "by": "control" }),
+            )),
+            now(),
+        )?;
+    }
+    Ok(ended)
 }
 
 /// A manual task's checklist, and where to do it.

@@ -135,17 +135,33 @@ fn linkable(root: &Path, patterns: &[String]) -> Vec<String> {
     names
 }
 
+/// What a missing git binary is called, wherever it is reported.
+pub(crate) const GIT_NOT_FOUND: &str = "git was not found on PATH";
+
+/// Whether `error` says the git binary itself could not be started.
+fn git_missing(error: &weft_git::GitError) -> bool {
+    matches!(error, weft_git::GitError::Spawn { error, .. } if error.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// The workspace's repositories: itself, or the group's (`repos` names them; empty means
 /// every folder one level down that is a repository root).
-fn open_slots(workspace: &Path, repos: &[String]) -> Result<Vec<Slot>, String> {
+///
+/// Errors: `Ok(Err(why))` for a folder that is no repository and holds none; `Err(why)`
+/// for everything else (git missing from PATH, a listed repository that will not open).
+fn open_slots(workspace: &Path, repos: &[String]) -> Result<Result<Vec<Slot>, String>, String> {
     let git = Git::new();
-    if repos.is_empty()
-        && let Ok(repo) = git.open(workspace)
-    {
-        return Ok(vec![Slot {
-            name: String::new(),
-            repo,
-        }]);
+    if repos.is_empty() {
+        match git.open(workspace) {
+            Ok(repo) => {
+                return Ok(Ok(vec![Slot {
+                    name: String::new(),
+                    repo,
+                }]));
+            }
+            // Never "not a repository" when git could not even be asked.
+            Err(e) if git_missing(&e) => return Err(GIT_NOT_FOUND.to_owned()),
+            Err(_) => {}
+        }
     }
     let names: Vec<String> = if repos.is_empty() {
         let mut found: Vec<String> = fs_err::read_dir(workspace)
@@ -160,10 +176,10 @@ fn open_slots(workspace: &Path, repos: &[String]) -> Result<Vec<Slot>, String> {
         repos.to_vec()
     };
     if names.is_empty() {
-        return Err(format!(
+        return Ok(Err(format!(
             "{} is not a git repository and holds none",
             workspace.display()
-        ));
+        )));
     }
     names
         .into_iter()
@@ -174,24 +190,54 @@ fn open_slots(workspace: &Path, repos: &[String]) -> Result<Vec<Slot>, String> {
                     Ok(Slot { name, repo })
                 }
                 Ok(_) => Err(format!("{} is not a repository root", path.display())),
+                Err(e) if git_missing(&e) => Err(GIT_NOT_FOUND.to_owned()),
                 Err(e) => Err(format!("{name}: {e}")),
             }
         })
-        .collect()
+        .collect::<Result<Vec<Slot>, String>>()
+        .map(Ok)
 }
 
-/// Why `workspace` cannot run isolated (no repository, or one without commits), if it
-/// cannot.
-pub fn isolation_unavailable(workspace: &Path, repos: &[String]) -> Option<String> {
+/// Why a workspace cannot run isolated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoIsolation {
+    /// The folder is no repository and holds none: the one case that may run shared by
+    /// default (with a notice).
+    NotARepository(String),
+    /// Isolation is possible in principle but not now (git missing from PATH, a repository
+    /// without commits, an unreadable repository): refused, never a silent shared run.
+    Refused { detail: String, hint: String },
+}
+
+/// Why `workspace` cannot run isolated, if it cannot.
+///
+/// Only a folder that is no repository at all may fall back to a shared run; everything
+/// else refuses (see ARCHITECTURE.md, "Isolation and landing": a silent fallback once ran
+/// an isolated run in the user's own checkout because git was missing from PATH).
+pub fn isolation_unavailable(workspace: &Path, repos: &[String]) -> Option<NoIsolation> {
     match open_slots(workspace, repos) {
-        Err(why) => Some(why),
-        Ok(slots) => slots.iter().find_map(|slot| match slot.repo.head() {
-            Ok(Head::Unborn { branch }) => Some(format!(
-                "the repository {} has no commits yet (branch {branch} is unborn)",
-                slot.repo.root().display()
-            )),
+        Err(why) if why == GIT_NOT_FOUND => Some(NoIsolation::Refused {
+            detail: why,
+            hint: "install git or put it on PATH; weft never runs a repository's plan in your checkout because git is missing (--without-isolation does so on purpose)".into(),
+        }),
+        Err(why) => Some(NoIsolation::Refused {
+            detail: why,
+            hint: "fix the repository, or run with --without-isolation (tasks then share your checkout)".into(),
+        }),
+        Ok(Err(why)) => Some(NoIsolation::NotARepository(why)),
+        Ok(Ok(slots)) => slots.iter().find_map(|slot| match slot.repo.head() {
+            Ok(Head::Unborn { branch }) => Some(NoIsolation::Refused {
+                detail: format!(
+                    "the repository {} has no commits yet (branch {branch} is unborn)",
+                    slot.repo.root().display()
+                ),
+                hint: "make a first commit (`git commit --allow-empty -m init`), or run with --without-isolation".into(),
+            }),
             Ok(_) => None,
-            Err(e) => Some(e.to_string()),
+            Err(e) => Some(NoIsolation::Refused {
+                detail: e.to_string(),
+                hint: "fix the repository, or run with --without-isolation".into(),
+            }),
         }),
     }
 }
@@ -336,7 +382,9 @@ impl Isolation {
         repos: &[String],
         run_id: &str,
     ) -> Result<Isolation, EngineError> {
-        let slots = open_slots(workspace, repos).map_err(unusable)?;
+        let slots = open_slots(workspace, repos)
+            .and_then(|found| found)
+            .map_err(unusable)?;
         Ok(Isolation {
             slots,
             run_id: run_id.to_owned(),

@@ -36,7 +36,7 @@ use weft_agents::manifest::Registry;
 
 pub use engine::{RunSummary, run};
 pub use error::EngineError;
-pub use isolation::{Runnable, isolation_unavailable};
+pub use isolation::{NoIsolation, Runnable, isolation_unavailable};
 
 /// Everything the engine needs to know to run a plan, resolved once by the front end
 /// into typed groups.

@@ -595,6 +595,21 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
         text(&text_status.stdout)
     );
 
+    // `weft stop` ends what the dead engine left running (the tasks' shells).
+    let state = space.work().join(".weft");
+    assert!(
+        !processes_in(&state).is_empty(),
+        "the tasks' processes already ended"
+    );
+    let stop = space.weft(&["stop"]).output().unwrap();
+    assert!(stop.status.success(), "{}", text(&stop.stderr));
+    assert!(
+        text(&stop.stdout).contains("no engine is running; ended 2"),
+        "{}",
+        text(&stop.stdout)
+    );
+    assert_eq!(processes_in(&state), Vec::<String>::new());
+
     // The next run: the idle attempt's cut is gone, the busy one's is kept and listed.
     let old = worktrees(&space);
     assert_eq!(old.len(), 2);
@@ -628,4 +643,26 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
         "{kept}"
     );
     assert_eq!(statuses(&space), ["completed", "completed"]);
+}
+
+/// Issue 12, failure 6: `weft cancel` on a task a killed engine left running ends its
+/// agent instead of leaving it running.
+#[test]
+fn cancelling_a_task_of_a_killed_engine_ends_its_process() {
+    let space = Space::new(&small_plan(1, "sleep 20"));
+    let mut child = space.run(None).spawn().unwrap();
+    wait_for(&space, 1, || true);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let state = space.work().join(".weft");
+    assert!(!processes_in(&state).is_empty());
+    let cancel = space.weft(&["cancel", "1"]).output().unwrap();
+    assert!(cancel.status.success(), "{}", text(&cancel.stderr));
+    assert!(
+        text(&cancel.stdout).contains("ended the agent process"),
+        "{}",
+        text(&cancel.stdout)
+    );
+    assert_eq!(processes_in(&state), Vec::<String>::new());
+    assert_eq!(statuses(&space), ["cancelled"]);
 }

@@ -83,6 +83,7 @@ impl<'a> RunLoop<'a> {
         startup::preflight_runners(config, &plan)?;
         crate::contain::confined(config)?;
         drop(plan);
+        startup::refuse_degraded(config, &store)?;
         let pid = std::process::id();
         let ticks = process_start_ticks(pid).unwrap_or(0);
         let claimed = store.claim_run(

@@ -54,6 +54,26 @@ pub(super) fn preflight_runners(config: &EngineConfig, plan: &Plan) -> Result<()
     Ok(())
 }
 
+/// A run that started isolated continues isolated or not at all: never in the user's
+/// checkout (a shared continuation once ran an isolated run there because git was missing
+/// from PATH and the workspace looked like no repository).
+pub(super) fn refuse_degraded(config: &EngineConfig, store: &Store) -> Result<(), EngineError> {
+    if config.isolation.enabled {
+        return Ok(());
+    }
+    match store.open_run(&config.plan_id)? {
+        Some(run) if run.integration_branch.is_some() => Err(EngineError::Refused {
+            detail: format!(
+                "run {} started isolated (on {}); it continues isolated or not at all, never in your checkout",
+                run.id,
+                run.integration_branch.as_deref().unwrap_or_default()
+            ),
+            hint: "run `weft run` where git works (it continues isolated), or end the run first with `weft handoff merge` or `weft handoff discard`".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Stashes of uncommitted changes to give back when the run ends: (slot, stash commit).
 pub(super) type Stashes = Vec<(usize, Oid)>;
 

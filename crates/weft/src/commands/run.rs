@@ -57,21 +57,28 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     execute(&config, args.json)
 }
 
-/// Isolated unless asked otherwise (flag, then the `isolation` setting); a workspace that
-/// cannot isolate runs shared with a notice, unless isolation was asked for explicitly.
+/// Isolated unless asked otherwise (flag, then the `isolation` setting). Only a folder
+/// that is no repository at all runs shared by default, with a notice; anything else that
+/// keeps a run from isolating (git missing, no commits) is refused, never a silent shared
+/// run. (The engine refuses to continue an isolated run shared.)
 pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<bool> {
     if without || (!isolated && !ctx.settings.isolation()) {
         return Ok(false);
     }
     match weft_engine::isolation_unavailable(&ctx.workspace.root, &ctx.settings.repos()) {
         None => Ok(true),
-        Some(why) if isolated => Err(CliError::new(format!("cannot run isolated: {why}"))
-            .hint("commit something first, or run with --without-isolation")),
-        Some(why) => {
+        Some(weft_engine::NoIsolation::NotARepository(why)) if !isolated => {
             crate::render::note(&format!(
                 "note: running without isolation (tasks share this folder): {why}"
             ));
             Ok(false)
+        }
+        Some(weft_engine::NoIsolation::NotARepository(why)) => Err(CliError::new(format!(
+            "cannot run isolated: {why}"
+        ))
+        .hint("run it in a git repository with at least one commit, or with --without-isolation")),
+        Some(weft_engine::NoIsolation::Refused { detail, hint }) => {
+            Err(CliError::new(format!("cannot run isolated: {detail}")).hint(hint))
         }
     }
 }

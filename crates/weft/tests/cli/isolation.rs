@@ -1002,3 +1002,82 @@ checks = ["test -f out/honest.txt"]
     assert!(landed.contains("out/honest.txt"), "{landed}");
     assert!(!landed.contains("out/claimed.txt"), "{landed}");
 }
+
+/// Issue 12, failure 7: with git missing from PATH weft said "not a git repository" and
+/// continued an isolated run in the user's checkout; a repository without commits ran
+/// shared with a note. Isolation never silently degrades now.
+#[test]
+fn isolation_never_silently_degrades_when_git_is_missing_or_the_repository_has_no_commits() {
+    let weft = Weft::new();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"Flaky\"\nprompt = '''\nprintf 'x\\n' > x.txt\nexit 3\n'''\n",
+    );
+    commit_everything(&weft, "plan");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    weft.fails(&["run"], 1);
+    let id = run_id(&weft);
+    assert!(!weft.work().join("x.txt").exists());
+
+    // git is missing from PATH (sh is still there): refused, and nothing ran here.
+    let bin = weft.env.root().join("no-git-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
+    let args = ["run", "--retry-failed"];
+    let mut command = weft.command(&args);
+    command.env("PATH", &bin);
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 1, "{}", weft.show(&run));
+    assert!(
+        run.stderr
+            .contains("cannot run isolated: git was not found on PATH"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("not a git repository"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !weft.work().join("x.txt").exists(),
+        "the run went on in the checkout"
+    );
+
+    // Asked to continue that isolated run shared: refused by the engine too.
+    let shared = weft.fails(&["run", "--retry-failed", "--without-isolation"], 1);
+    assert!(
+        shared
+            .stderr
+            .contains(&format!("run {id} started isolated")),
+        "{}",
+        shared.stderr
+    );
+    assert!(
+        !weft.work().join("x.txt").exists(),
+        "the run went on in the checkout"
+    );
+
+    // A repository without commits refuses an isolated run by default, with the hint.
+    let unborn = Weft::bare();
+    git(&unborn, &["init", "-q", "-b", "main"]);
+    unborn.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"true\"\n",
+    );
+    unborn.ok(&["plan", "--file", "plan.toml"]);
+    let refused = unborn.fails(&["run"], 1);
+    assert!(
+        refused.stderr.contains("no commits yet")
+            && refused.stderr.contains("make a first commit")
+            && refused.stderr.contains("--without-isolation"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("running without isolation"),
+        "{}",
+        refused.stderr
+    );
+    unborn.ok(&["run", "--without-isolation"]);
+}
