@@ -89,6 +89,11 @@ pub struct Store {
     busy_timeout: Duration,
     /// Masks the events this handle appends.
     log: rows::EventLog,
+    /// How long a write that meets a busy store keeps retrying past `busy_timeout` (zero:
+    /// it fails at once with [`StoreError::Busy`]); see [`Store::retry_busy_writes`].
+    busy_retry: Duration,
+    /// How long each write that had to retry waited, until taken.
+    busy_waits: Vec<Duration>,
 }
 
 impl Store {
@@ -136,6 +141,8 @@ impl Store {
             path,
             busy_timeout: options.busy_timeout,
             log: rows::EventLog::default(),
+            busy_retry: Duration::ZERO,
+            busy_waits: Vec::new(),
         };
         store.prepare()?;
         Ok(store)
@@ -247,20 +254,60 @@ impl Store {
         self.user_version()
     }
 
+    /// Writes that meet a store held busy past `busy_timeout` by another process retry
+    /// instead of failing, with backoff (doubling from 100 ms, at most 5 s between tries),
+    /// for up to `budget` in all; then [`StoreError::Busy`]. For the engine: a run must
+    /// not end, or lose a finished attempt's result, because another command held the
+    /// lock. Writes stay in order: each one waits, nothing is queued behind it.
+    pub fn retry_busy_writes(&mut self, budget: Duration) {
+        self.busy_retry = budget;
+    }
+
+    /// How long each write that had to wait for a busy store waited since the last call
+    /// (for a notice), oldest first; bounded by the writes made in between.
+    pub fn take_busy_waits(&mut self) -> Vec<Duration> {
+        std::mem::take(&mut self.busy_waits)
+    }
+
     /// Run `body` in a transaction that holds the write lock from its first statement.
+    ///
+    /// The lock is taken before `body` runs (`BEGIN IMMEDIATE`), so a busy store is met
+    /// there, before anything was written, and retrying the begin is always safe.
     fn write<T>(
         &mut self,
         body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let path = self.path.clone();
         let timeout = self.busy_timeout;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+        let retry = self.busy_retry;
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        let mut waited = false;
+        let tx = loop {
+            match self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+            {
+                Ok(tx) => break tx,
+                Err(rusqlite::Error::SqliteFailure(failure, _))
+                    if matches!(
+                        failure.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && started.elapsed() + backoff < retry =>
+                {
+                    waited = true;
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(StoreError::from_sqlite(&path, timeout, e)),
+            }
+        };
         let value = body(&tx)?;
         tx.commit()
             .map_err(|e| StoreError::from_sqlite(&path, timeout, e))?;
+        if waited && self.busy_waits.len() < 1000 {
+            self.busy_waits.push(started.elapsed());
+        }
         Ok(value)
     }
 

@@ -666,3 +666,34 @@ fn cancelling_a_task_of_a_killed_engine_ends_its_process() {
     assert_eq!(processes_in(&state), Vec::<String>::new());
     assert_eq!(statuses(&space), ["cancelled"]);
 }
+
+/// Issue 12, failure 5: another process holding the store's write lock past
+/// `busy_timeout` made `weft run` exit 75 and lose a finished task's result.
+#[test]
+fn a_store_held_busy_past_busy_timeout_delays_the_run_but_loses_nothing() {
+    let space = Space::new(&small_plan(2, "sleep 0.{n}\nprintf '{n}\\n' > t{n}.txt"));
+    let mut command = space.weft(&["-c", "busy_timeout_ms=200", "run", "--isolated"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for(&space, 1, || true);
+    // Hold the write lock for 3 s: both tasks finish meanwhile.
+    let holder = space.db();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    holder.execute_batch("COMMIT").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(shown.contains("the store was busy"), "{shown}");
+    assert_eq!(statuses(&space), ["completed", "completed"]);
+    let integration = format!("weft/{}/integration", space.run_id());
+    assert_eq!(
+        space.git(&["show", &format!("{integration}:t2.txt")]),
+        "2\n"
+    );
+}

@@ -31,6 +31,9 @@ use crate::executor::{Executor, LocalExecutor};
 use crate::isolation::Isolation;
 use crate::{EngineConfig, EngineEvent};
 
+/// How long the engine's writes keep retrying a store another process holds busy.
+const BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Everything one run holds while it executes.
 pub(crate) struct RunLoop<'a> {
     pub(super) config: &'a EngineConfig,
@@ -74,6 +77,8 @@ impl<'a> RunLoop<'a> {
         };
         let mut store = Store::open_or_create(&config.state_dir, options)?;
         store.set_secrets(config.supervision.secrets.clone());
+        // Another command holding the store's lock never ends a run or loses a result.
+        store.retry_busy_writes(BUSY_RETRY);
         let plan = store.plan(&config.plan_id)?;
         if plan.status == PlanStatus::Draft {
             return Err(EngineError::Draft {
@@ -177,6 +182,7 @@ impl<'a> RunLoop<'a> {
         // lines and other progress only update the display.
         let mut reschedule = true;
         loop {
+            self.notice_busy();
             reschedule |= self.notice_interrupt();
             if reschedule {
                 self.take_controls()?;
@@ -195,6 +201,20 @@ impl<'a> RunLoop<'a> {
             }
         }
         self.end()
+    }
+
+    /// Say so when writes had to wait for a store another process held busy.
+    fn notice_busy(&mut self) {
+        let waits = self.store.take_busy_waits();
+        if let Some(longest) = waits.iter().max() {
+            let text = format!(
+                "the store was busy: {} write(s) waited up to {:.1} s for another weft process to release it (the engine retries for up to {} minutes)",
+                waits.len(),
+                longest.as_secs_f64(),
+                BUSY_RETRY.as_secs() / 60
+            );
+            self.emit(EngineEvent::Notice { text });
+        }
     }
 
     /// A raised interrupt (Ctrl-C) stops the run like `weft stop`; true when it was news.
