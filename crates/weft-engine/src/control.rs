@@ -556,10 +556,9 @@ fn end_orphans(
         attempt.ended_at = Some(now());
         store.save_attempt(
             &attempt,
-            Some((
-                "attempt_interrupted",
-                json!({ "attempt": attempt.id, "task": attempt.task_id, "run": attempt.run_id, "killed_leftover": killed, "by": "control" }),
-            )),
+            EventKind::AttemptInterrupted {
+                killed_leftover: killed,
+            },
             now(),
         )?;
     }

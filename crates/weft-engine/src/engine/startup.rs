@@ -105,7 +105,7 @@ pub(super) fn isolate(
             "stashed your uncommitted changes as {}; they come back when the run ends",
             stash.short()
         );
-        let notice = Event::new(EventKind::Notice { text: text.clone() }).run(run_id);
+        let notice = Event::new(EventKind::Notice { text: text.clone() }).run(run.id.clone());
         store.record_event(Some(&config.plan_id), notice, now())?;
         on_event(EngineEvent::Notice { text });
     }
