@@ -369,6 +369,54 @@ pub enum AttemptStatus {
     Cancelled,
 }
 
+impl Attempt {
+    /// A running attempt as its first write records it: who it is and when it started,
+    /// with nothing observed yet (no process, exit, verdict, usage or landing). Callers
+    /// set what they know with struct update syntax (`Attempt { cwd, ..Attempt::new(..) }`),
+    /// so the 27 fields are spelled out in one place.
+    pub fn new(
+        id: String,
+        run_id: String,
+        plan_id: String,
+        task_id: String,
+        number: u32,
+        runner: String,
+        started_at: Timestamp,
+    ) -> Attempt {
+        Attempt {
+            id,
+            run_id,
+            plan_id,
+            task_id,
+            number,
+            runner,
+            status: AttemptStatus::Running,
+            cwd: String::new(),
+            worktree: None,
+            branch: None,
+            marker: None,
+            session_id: None,
+            agent_session_id: None,
+            pid: None,
+            process_group: None,
+            process_start_ticks: None,
+            exit_code: None,
+            signal: None,
+            started_at,
+            ended_at: None,
+            verdict: None,
+            log_path: None,
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+            denials: Vec::new(),
+            final_text: None,
+            cut_from: None,
+            landing: None,
+        }
+    }
+}
+
 impl AttemptStatus {
     pub const ALL: [AttemptStatus; 5] = [
         AttemptStatus::Running,

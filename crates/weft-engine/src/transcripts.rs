@@ -91,35 +91,20 @@ mod tests {
 
     fn attempt(runner: &str, cwd: &Path) -> Attempt {
         Attempt {
-            id: "a".repeat(32),
-            run_id: "run".into(),
-            plan_id: "plan".into(),
-            task_id: "task".into(),
-            number: 1,
-            runner: runner.into(),
             status: weft_core::AttemptStatus::Passed,
             cwd: cwd.display().to_string(),
-            worktree: None,
-            branch: None,
             marker: Some("WEFT_DONE_0123456789abcdef".into()),
-            session_id: None,
             agent_session_id: Some("ses_1".into()),
-            pid: None,
-            process_group: None,
-            process_start_ticks: None,
             exit_code: Some(0),
-            signal: None,
-            started_at: 0,
-            ended_at: None,
-            verdict: None,
-            log_path: None,
-            input_tokens: None,
-            output_tokens: None,
-            cost_usd: None,
-            denials: Vec::new(),
-            final_text: None,
-            cut_from: None,
-            landing: None,
+            ..Attempt::new(
+                "a".repeat(32),
+                "run".into(),
+                "plan".into(),
+                "task".into(),
+                1,
+                runner.into(),
+                0,
+            )
         }
     }
 

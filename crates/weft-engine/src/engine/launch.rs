@@ -5,7 +5,7 @@ use std::time::{Instant, SystemTime};
 
 use weft_agents::supervise::process_start_ticks;
 use weft_core::event::{Event, EventKind};
-use weft_core::{Attempt, AttemptStatus, TaskKind, TaskStatus};
+use weft_core::{Attempt, TaskKind, TaskStatus};
 use weft_store::TaskUpdate;
 
 use super::live::Live;
@@ -184,38 +184,25 @@ impl RunLoop<'_> {
     ) -> Attempt {
         let cut = folder.cut.as_ref();
         Attempt {
-            id: ids.attempt.clone(),
-            run_id: self.run_id.clone(),
-            plan_id: self.plan_id().to_owned(),
-            task_id: task_id.to_owned(),
-            number: ids.number,
-            runner: launch.runner.clone(),
-            status: AttemptStatus::Running,
             cwd: folder.path.display().to_string(),
             worktree: cut.map(|c| c.path.display().to_string()),
             branch: cut.map(|c| c.branch.clone()),
             marker: launch.marker.as_ref().map(|m| m.token()),
             session_id: Some(ids.session.clone()),
-            agent_session_id: None,
-            pid: None,
-            process_group: None,
-            process_start_ticks: None,
-            exit_code: None,
-            signal: None,
-            started_at: now(),
-            ended_at: None,
-            verdict: None,
             log_path: Some(log_path.display().to_string()),
-            input_tokens: None,
-            output_tokens: None,
-            cost_usd: None,
-            denials: Vec::new(),
-            final_text: None,
             cut_from: match (&self.isolation, cut) {
                 (Some(iso), Some(c)) => Some(iso.encode_cut_from(c)),
                 _ => None,
             },
-            landing: None,
+            ..Attempt::new(
+                ids.attempt.clone(),
+                self.run_id.clone(),
+                self.plan_id().to_owned(),
+                task_id.to_owned(),
+                ids.number,
+                launch.runner.clone(),
+                now(),
+            )
         }
     }
 

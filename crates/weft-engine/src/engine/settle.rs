@@ -332,36 +332,21 @@ impl RunLoop<'_> {
         };
         let verdict = decide(&evidence, &[], now());
         let number = self.store.attempts_of_task(&plan.id, &task.id)?.len() as u32 + 1;
+        let started = now();
         let attempt = Attempt {
-            id: uuid::Uuid::new_v4().simple().to_string(),
-            run_id: self.run_id.clone(),
-            plan_id: plan.id.clone(),
-            task_id: task.id.clone(),
-            number,
-            runner: runner_name(self.config, plan, index),
             status: AttemptStatus::Failed,
             cwd: self.config.workspace.display().to_string(),
-            worktree: None,
-            branch: None,
-            marker: None,
-            session_id: None,
-            agent_session_id: None,
-            pid: None,
-            process_group: None,
-            process_start_ticks: None,
-            exit_code: None,
-            signal: None,
-            started_at: now(),
-            ended_at: Some(now()),
+            ended_at: Some(started),
             verdict: Some(verdict.clone()),
-            log_path: None,
-            input_tokens: None,
-            output_tokens: None,
-            cost_usd: None,
-            denials: Vec::new(),
-            final_text: None,
-            cut_from: None,
-            landing: None,
+            ..Attempt::new(
+                uuid::Uuid::new_v4().simple().to_string(),
+                self.run_id.clone(),
+                plan.id.clone(),
+                task.id.clone(),
+                number,
+                runner_name(self.config, plan, index),
+                started,
+            )
         };
         let failed = EventKind::AttemptFailedToStart {
             reason: reason.to_owned(),
