@@ -27,7 +27,7 @@
 //!
 //! `args`, `env` and `root_env` values use the engine in [`crate::template`]: variables
 //! `{{prompt}}`, `{{prompt_file}}`, `{{model}}`, `{{effort}}`, `{{mode}}`, `{{cwd}}`,
-//! `{{session_id}}`, `{{relay}}`, `{{resume}}`, `{{system}}`, and in `args` whole-entry conditionals `{{if X}}`, `{{if !X}}`,
+//! `{{session_id}}`, `{{relay}}`, `{{resume}}`, `{{system}}`, `{{confined}}`, and in `args` whole-entry conditionals `{{if X}}`, `{{if !X}}`,
 //! `{{if X=v}}`, `{{if X!=v}}` … `{{/if}}` (e.g. `{{if mode!=plan}}` for a flag every mode
 //! but plan gets). An argv entry that is exactly one unset variable is dropped. An env value
 //! that is exactly one unset variable is left out; a larger env value with an unset
@@ -253,6 +253,8 @@ pub struct LaunchVars {
     pub running_as_root: bool,
     /// weft can answer permission requests (the `relay` applies in a `relay_modes` mode).
     pub relay: bool,
+    /// weft confines the process with its Landlock ruleset (`{{confined}}` is set).
+    pub confined: bool,
 }
 
 /// What a launch that continues a conversation adds (the planner's turns): the CLI
@@ -585,6 +587,7 @@ impl Manifest {
             .flatten();
         let mut tv = Vars::new();
         tv.set(Var::Relay, relay.map(|_| "1"));
+        tv.set(Var::Confined, vars.confined.then_some("1"));
         tv.set(Var::Prompt, Some(vars.prompt.as_str()))
             .set(Var::Model, vars.model.as_deref())
             .set(Var::Effort, vars.effort.as_deref())

@@ -56,11 +56,15 @@ pub enum Var {
     /// renders it takes it as an option on every launch; one that does not gets it inside
     /// the first message of a session.
     System,
+    /// Set (to `1`) when weft confines the process with its own Landlock ruleset, so a CLI
+    /// whose own sandbox cannot start inside it (Codex's bubblewrap) can be told to skip
+    /// it: `{{if confined}}` … `{{/if}}`.
+    Confined,
 }
 
 impl Var {
     /// Every variable, in documentation order.
-    pub const ALL: [Var; 10] = [
+    pub const ALL: [Var; 11] = [
         Var::Prompt,
         Var::PromptFile,
         Var::Model,
@@ -71,6 +75,7 @@ impl Var {
         Var::Relay,
         Var::Resume,
         Var::System,
+        Var::Confined,
     ];
 
     /// The name used between the braces.
@@ -86,6 +91,7 @@ impl Var {
             Var::Relay => "relay",
             Var::Resume => "resume",
             Var::System => "system",
+            Var::Confined => "confined",
         }
     }
 

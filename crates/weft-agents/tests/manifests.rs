@@ -29,6 +29,7 @@ fn vars() -> LaunchVars {
         session_id: SID.into(),
         running_as_root: false,
         relay: false,
+        confined: false,
     }
 }
 
@@ -239,6 +240,58 @@ fn codex_plan_mode_is_read_only_and_root_changes_nothing() {
         full.args[3..5],
         strings(&["--sandbox", "danger-full-access"])
     );
+}
+
+/// Codex's bubblewrap sandbox cannot start inside weft's Landlock ruleset (its mounts
+/// are denied and every shell command fails while Codex exits 0), so a confined launch
+/// skips it in every mode, the planner's read-only mode included; unconfined, the mode
+/// picks Codex's own sandbox.
+#[test]
+fn codex_runs_without_its_own_sandbox_only_when_weft_confines_it() {
+    let sandbox = |vars: &LaunchVars| {
+        let args = launch("codex", vars).args;
+        let at = args
+            .iter()
+            .position(|a| a == "--sandbox")
+            .expect("a sandbox flag");
+        assert_eq!(
+            args.iter().filter(|a| *a == "--sandbox").count(),
+            1,
+            "{args:?}"
+        );
+        args[at + 1].clone()
+    };
+    for mode in [
+        None,
+        Some("plan"),
+        Some("read-only"),
+        Some("workspace-write"),
+    ] {
+        let confined = LaunchVars {
+            mode: mode.map(Into::into),
+            confined: true,
+            ..vars()
+        };
+        assert_eq!(sandbox(&confined), "danger-full-access", "mode {mode:?}");
+    }
+    let unconfined = |mode: Option<&str>| LaunchVars {
+        mode: mode.map(Into::into),
+        ..vars()
+    };
+    assert_eq!(sandbox(&unconfined(None)), "workspace-write");
+    assert_eq!(sandbox(&unconfined(Some("plan"))), "read-only");
+    // The other built-ins have no sandbox of their own to skip: confinement changes nothing.
+    for name in ["claude-code", "opencode", "exec"] {
+        let confined = LaunchVars {
+            confined: true,
+            ..vars()
+        };
+        assert_eq!(
+            launch(name, &confined).args,
+            launch(name, &vars()).args,
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -184,6 +184,8 @@ pub fn plan_launch(
         running_as_root: config.supervision.running_as_root,
         // The engine always has a channel: `weft approvals` from any terminal.
         relay: true,
+        // A run that must confine but cannot is refused before any launch.
+        confined: crate::contain::confined(config).unwrap_or(false),
     };
     let spec = manifest.launch(&vars).map_err(|e| EngineError::Launch {
         order: task.order,

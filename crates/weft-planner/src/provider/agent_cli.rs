@@ -257,6 +257,11 @@ impl AgentCliPlanner {
             // run as root); the read-only planner needs none of it.
             running_as_root: false,
             relay: false,
+            confined: self
+                .config
+                .contain
+                .as_ref()
+                .is_some_and(|c| c.confine.is_some()),
         };
         let system = (self.manifest.renders(Var::System) && !turn.system.trim().is_empty())
             .then(|| turn.system.clone());
