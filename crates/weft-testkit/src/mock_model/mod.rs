@@ -37,13 +37,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use script::MockReply;
+pub use script::{CWD, MockReply};
 use script::{Shape, Turn};
 
 /// How often blocked loops look at the shutdown flag.
 const POLL: Duration = Duration::from_millis(10);
 /// The one model a listing names.
 const MODEL_ID: &str = "mock-model";
+/// Model requests under this prefix are side requests (see [`MockModel::side_url`]).
+const SIDE_PREFIX: &str = "/side/";
+/// What every side request is answered.
+const SIDE_ANSWER: &str = "Mock title";
 
 /// The model APIs the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +105,11 @@ impl RecordedRequest {
         } else {
             None
         }
+    }
+
+    /// A model request on the side channel ([`MockModel::side_url`]).
+    pub fn is_side(&self) -> bool {
+        self.route().starts_with(SIDE_PREFIX)
     }
 
     fn wants_stream(&self) -> bool {
@@ -200,6 +209,14 @@ impl MockModel {
         format!("http://{}/v1", self.address)
     }
 
+    /// `http://127.0.0.1:PORT/side/v1`: model requests here (any API) are answered
+    /// `Mock title` without taking a scripted reply. For the small model a CLI asks on the
+    /// side, concurrently with its main requests (OpenCode's title generator), whose
+    /// order against them no script could fix.
+    pub fn side_url(&self) -> String {
+        format!("http://{}{SIDE_PREFIX}v1", self.address)
+    }
+
     /// `http://127.0.0.1:PORT`, what `ANTHROPIC_BASE_URL` should be set to (the client
     /// adds `/v1/messages`).
     pub fn root_url(&self) -> String {
@@ -221,17 +238,17 @@ impl MockModel {
     }
 
     /// The requests that took a scripted reply (or found the script exhausted), in any
-    /// API, in serving order.
+    /// API, in serving order (side requests not included).
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.requests()
             .into_iter()
-            .filter(|r| r.api().is_some())
+            .filter(|r| r.api().is_some() && !r.is_side())
             .collect()
     }
 
-    /// The requests in one API.
+    /// The scripted requests in one API.
     pub fn requests_to(&self, api: Api) -> Vec<RecordedRequest> {
-        self.requests()
+        self.model_requests()
             .into_iter()
             .filter(|r| r.api() == Some(api))
             .collect()
@@ -294,6 +311,18 @@ fn serve(shared: &Shared, mut stream: TcpStream) {
         http::finish(stream);
         return;
     };
+    if request.is_side() {
+        lock(&shared.requests).push(request.clone());
+        let _ = play(
+            shared,
+            &mut stream,
+            &request,
+            api,
+            MockReply::text(SIDE_ANSWER),
+        );
+        http::finish(stream);
+        return;
+    }
     // Pop and record under the script lock so the recorded order is the serving order.
     let reply = {
         let mut script = lock(&shared.script);
@@ -402,6 +431,7 @@ fn play(
                 shared,
                 request,
                 reply.usage,
+                reply.marker,
                 (reasoning, text, calls, ending),
             );
             let plain = reply.plain_json;

@@ -21,6 +21,9 @@ pub struct MockReply {
     pub(super) delay: Duration,
     pub(super) usage: Option<(u64, u64)>,
     pub(super) plain_json: bool,
+    /// Append the completion marker the request's prompt asks for (see
+    /// [`MockReply::with_marker`]).
+    pub(super) marker: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -88,7 +91,10 @@ impl MockReply {
     }
 
     /// One assistant message making these tool calls (name, arguments), finishing so the
-    /// client runs them. Call ids count across the whole server in the order calls are
+    /// client runs them. [`CWD`] (`{{cwd}}`) in a string of the arguments becomes the
+    /// working folder the request's prompt states, the way a model reads it (Claude Code:
+    /// `Primary working directory:`, Codex: `<cwd>`, OpenCode: `Working directory:`), for
+    /// tools that want absolute paths. Call ids count across the whole server in the order calls are
     /// served (`call_1`, `toolu_mock_2`, … by API); each call's arguments arrive split
     /// across several events.
     pub fn tool_calls<N: Into<String>>(calls: Vec<(N, Value)>) -> MockReply {
@@ -163,6 +169,15 @@ impl MockReply {
         self
     }
 
+    /// Append, on a line of its own after the text, the completion marker weft's prompt
+    /// in the request asks for (assembled from its two halves as an obedient agent would;
+    /// nothing when the request holds no marker instruction). The script stays static
+    /// while every attempt's marker is new.
+    pub fn with_marker(mut self) -> MockReply {
+        self.marker = true;
+        self
+    }
+
     fn completion(
         reasoning: &str,
         text: String,
@@ -183,6 +198,7 @@ impl MockReply {
             delay: Duration::ZERO,
             usage: None,
             plain_json: false,
+            marker: false,
         }
     }
 }
@@ -219,15 +235,31 @@ impl Turn {
         shared: &Shared,
         request: &RecordedRequest,
         reply_usage: Option<(u64, u64)>,
+        marker: bool,
         parts: (String, String, Vec<(String, Value)>, Ending),
     ) -> Turn {
-        let (reasoning, text, calls, ending) = parts;
+        let (reasoning, mut text, calls, ending) = parts;
+        if marker && let Some(marker) = requested_marker(&request.body) {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&marker);
+        }
+        let cwd = stated_cwd(&request.body);
         let calls: Vec<Call> = calls
             .into_iter()
-            .map(|(name, arguments)| Call {
-                number: shared.next_call_id.fetch_add(1, Ordering::SeqCst) + 1,
-                name,
-                arguments: arguments.to_string(),
+            .map(|(name, arguments)| {
+                let mut arguments = arguments.to_string();
+                if let Some(cwd) = &cwd {
+                    // The JSON text of the folder, without its quotes.
+                    let escaped = Value::from(cwd.as_str()).to_string();
+                    arguments = arguments.replace(CWD, &escaped[1..escaped.len() - 1]);
+                }
+                Call {
+                    number: shared.next_call_id.fetch_add(1, Ordering::SeqCst) + 1,
+                    name,
+                    arguments,
+                }
             })
             .collect();
         let output_bytes = reasoning.len()
@@ -259,6 +291,50 @@ impl Turn {
             ending,
         }
     }
+}
+
+/// The placeholder a tool call's arguments may hold for the client's working folder.
+pub const CWD: &str = "{{cwd}}";
+
+/// How each agent CLI states its working folder in its prompt: Claude Code's environment
+/// section, Codex's `<environment_context>`, OpenCode's environment section.
+const CWD_LEADS: [(&str, &str); 3] = [
+    ("Primary working directory: ", "\n"),
+    ("<cwd>", "</cwd>"),
+    ("Working directory: ", "\n"),
+];
+
+/// The working folder the request's prompt states, as a model would read it.
+fn stated_cwd(body: &Value) -> Option<String> {
+    let mut all = Vec::new();
+    strings(body, &mut all);
+    CWD_LEADS.iter().find_map(|(lead, end)| {
+        all.iter().find_map(|text| {
+            let at = text.find(lead)? + lead.len();
+            let rest = &text[at..];
+            let path = rest[..rest.find(end).unwrap_or(rest.len())].trim();
+            path.starts_with('/').then(|| path.to_owned())
+        })
+    })
+}
+
+fn strings<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The marker the last marker instruction in any string of `body` asks for. Strings are
+/// searched one by one: code spans never pair across two of them.
+fn requested_marker(body: &Value) -> Option<String> {
+    let mut all = Vec::new();
+    strings(body, &mut all);
+    all.into_iter()
+        .rev()
+        .find_map(crate::fake::markers::follow_instruction)
 }
 
 pub(super) fn estimate_tokens(bytes: usize) -> u64 {
