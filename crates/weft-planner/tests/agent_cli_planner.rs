@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use weft_agents::contain::{Containment, WritePaths};
 use weft_planner::provider::agent_cli::{AgentCliConfig, AgentCliKind, AgentCliPlanner};
 use weft_planner::{AgentPlanner, AgentReply, ProviderError, StepOutcome, StreamEvent};
 
@@ -367,6 +368,38 @@ fn codex_answers_and_resumes_its_thread() {
     let argv2 = cli.argv(2);
     assert_eq!(&argv2[argv2.len() - 3..], ["resume", thread, "-"]);
     assert_eq!(cli.stdin(2), MESSAGE);
+}
+
+/// Confined by weft, the Codex planner cannot use Codex's read-only sandbox (bubblewrap
+/// cannot start inside Landlock): it runs `danger-full-access` and weft's planner ruleset,
+/// which grants no write to the workspace, is the sandbox. Unconfined it stays read-only.
+#[test]
+fn a_confined_codex_planner_runs_without_codex_sandbox_and_an_unconfined_one_read_only() {
+    let cli = FakeCli::new();
+    let sandbox = |planner: &AgentCliPlanner| {
+        let turn = planner.plan_turn(SYSTEM, MESSAGE);
+        let args = planner.launch(&turn).unwrap().args;
+        value_after(&args, "--sandbox").map(str::to_owned)
+    };
+    let unconfined = cli.planner(AgentCliKind::Codex);
+    assert_eq!(sandbox(&unconfined).as_deref(), Some("read-only"));
+
+    let mut config = unconfined.config().clone();
+    config.contain = Some(Containment {
+        supervisor: cli.program.clone(),
+        kill_grace: Duration::from_secs(1),
+        confine: Some(WritePaths::default()),
+        tmp_dir: None,
+    });
+    let confined = AgentCliPlanner::new(config.clone());
+    assert_eq!(sandbox(&confined).as_deref(), Some("danger-full-access"));
+
+    // Contained but not confined (`confine = "off"`): Codex's own sandbox again.
+    config.contain.as_mut().unwrap().confine = None;
+    assert_eq!(
+        sandbox(&AgentCliPlanner::new(config)).as_deref(),
+        Some("read-only")
+    );
 }
 
 #[test]
