@@ -13,6 +13,7 @@ use super::*;
 
 mod messages;
 mod responses;
+mod script;
 
 /// A raw HTTP/1.1 answer: status, lower-cased headers, decoded body, and whether a
 /// chunked body ended properly.
