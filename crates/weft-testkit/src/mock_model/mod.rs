@@ -12,7 +12,7 @@
 //! 404 and is recorded. One request per connection (`connection: close`) keeps the
 //! server simple and makes a cut reply look like a real dropped connection.
 //!
-//! Module layout: [`script`] holds what a test writes (the replies) and the API-neutral
+//! Module layout: `script` holds what a test writes (the replies) and the API-neutral
 //! turn a reply becomes; `chat`, `anthropic` and `responses` each render a turn in their
 //! wire format (streamed as server-sent events with chunked transfer encoding, or one
 //! JSON body); `http` reads requests and frames answers.
