@@ -9,6 +9,8 @@
 //! prompt asked for. The test then proves what weft promises: the task passed on its
 //! marker, the marker is in the attempt's output (`weft log`) and in the CLI's own
 //! transcript (`weft transcript`), and both files landed on the run's integration branch.
+//! The Codex planner, whose argv changes when weft confines it, gets its own: its research
+//! command runs confined, its write is refused, its plan is stored.
 //!
 //! The CLIs come from `WEFT_AGENT_CLIS`, a folder holding `claude`, `codex` and
 //! `opencode` (`.ci/run` installs the pinned versions from npm into a cache folder and
@@ -90,19 +92,7 @@ fn conform(cli: &str, case: impl FnOnce(&Hermetic, &MockModel) -> Case, script: 
         model = case.model,
     );
     fs::write(env.work().join("plan.toml"), plan).unwrap();
-    let weft = |args: &[&str]| {
-        let mut command = env.command(env!("CARGO_BIN_EXE_weft"));
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut joined = clis.clone().into_os_string();
-        joined.push(":");
-        joined.push(path);
-        command
-            .args(args)
-            .env("PATH", joined)
-            .envs(case.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null());
-        output(command)
-    };
+    let weft = |args: &[&str]| weft_in(&env, &clis, &case.env, args);
     let (code, _, stderr) = weft(&["plan", "--file", "plan.toml"]);
     assert_eq!(code, 0, "weft plan --file: {stderr}");
 
@@ -143,6 +133,25 @@ fn conform(cli: &str, case: impl FnOnce(&Hermetic, &MockModel) -> Case, script: 
     );
     let shell = git(&env, &["show", &format!("{integration}:{SHELL_WROTE}")]);
     assert_eq!(shell.trim(), "ran", "{context}");
+}
+
+/// `weft args` in `env`'s workspace with the CLIs first on PATH and `vars` set.
+fn weft_in(
+    env: &Hermetic,
+    clis: &Path,
+    vars: &[(String, String)],
+    args: &[&str],
+) -> (i32, String, String) {
+    let mut command = env.command(env!("CARGO_BIN_EXE_weft"));
+    let mut path = clis.as_os_str().to_owned();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    command
+        .args(args)
+        .env("PATH", path)
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null());
+    output(command)
 }
 
 fn output(mut command: Command) -> (i32, String, String) {
@@ -262,23 +271,83 @@ fn codex_completes_a_confined_task_against_the_mock_responses_api() {
     ];
     conform(
         "codex",
-        |env, mock| {
-            let codex_home = env.home().join(".codex");
-            fs::create_dir_all(&codex_home).unwrap();
-            let config = format!(
-                "model_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-                mock.base_url()
-            );
-            fs::write(codex_home.join("config.toml"), config).unwrap();
-            Case {
-                runner: "codex",
-                cli: "codex",
-                model: "mock-model",
-                env: vars(&[("MOCK_API_KEY", "sk-mock")]),
-            }
+        |env, mock| Case {
+            runner: "codex",
+            cli: "codex",
+            model: "mock-model",
+            env: codex_setup(env, mock),
         },
         script,
     );
+}
+
+/// Points Codex at the mock: a `model_providers` entry in `~/.codex/config.toml` (the
+/// folder must exist), its key in `MOCK_API_KEY`. Returns the variables to pass.
+fn codex_setup(env: &Hermetic, mock: &MockModel) -> Vec<(String, String)> {
+    let codex_home = env.home().join(".codex");
+    fs::create_dir_all(&codex_home).unwrap();
+    let config = format!(
+        "model_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+        mock.base_url()
+    );
+    fs::write(codex_home.join("config.toml"), config).unwrap();
+    vars(&[("MOCK_API_KEY", "sk-mock")])
+}
+
+/// The Codex planner, confined, runs without Codex's own sandbox (which cannot start
+/// inside Landlock) yet writes nothing: its research command runs and its output reaches
+/// the model, its write is refused by weft's planner ruleset, and its plan is stored.
+#[test]
+fn the_codex_planner_researches_confined_and_cannot_write_the_workspace() {
+    let Some(clis) = agent_clis("codex") else {
+        return;
+    };
+    let env = Hermetic::new();
+    env.git_init();
+    let plan =
+        json!({"tasks": [{"id": "greet", "title": "Add a greeting", "prompt": "Add hello.txt."}]});
+    let mock = MockModel::start(vec![
+        MockReply::tool_calls(vec![(
+            "exec_command",
+            json!({"cmd": "cat README.md; echo researched-$((6 * 7)); echo planned > planner-wrote.txt; echo exit=$?"}),
+        )]),
+        MockReply::text(serde_json::to_string_pretty(&plan).unwrap()),
+    ]);
+    let vars = codex_setup(&env, &mock);
+    let (code, stdout, stderr) = weft_in(
+        &env,
+        &clis,
+        &vars,
+        &[
+            "plan",
+            "Add a greeting",
+            "--yes",
+            "--planner",
+            "codex",
+            "--model",
+            "mock-model",
+            "-c",
+            "confine=landlock",
+        ],
+    );
+    let context = format!("weft plan exited {code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert_eq!(code, 0, "{context}");
+    assert_eq!(mock.remaining(), 0, "{context}");
+    // The research command's output, as Codex handed it back to the model.
+    let answered = mock.model_requests()[1].raw_body.clone();
+    // (What the shell computed, which no request text holds unless the command ran.)
+    assert!(
+        answered.contains("# test repository") && answered.contains("researched-42"),
+        "the research command ran: {context}"
+    );
+    assert!(
+        answered.contains("Permission denied") && answered.contains("exit=1"),
+        "the write was refused: {context}"
+    );
+    assert!(!env.work().join("planner-wrote.txt").exists());
+    let (_, status, _) = weft_in(&env, &clis, &vars, &["status", "--json"]);
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["plan"]["tasks"][0]["id"], "greet", "{context}");
 }
 
 /// OpenCode 1.18.33 over chat completions: its `write` and `bash` tools, then the marker.
