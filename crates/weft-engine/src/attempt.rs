@@ -240,6 +240,8 @@ pub(crate) struct CheckPlan {
     pub receives_marker: bool,
     /// The checks' containment (their folder writable, nothing of the agent's).
     pub contain: Option<weft_agents::contain::Containment>,
+    /// The attempt's git variables (its private object folder), for its checks too.
+    pub git_env: Vec<(String, String)>,
     pub transcript: Option<TranscriptPlan>,
 }
 
@@ -358,7 +360,7 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
     let spec = LaunchSpec {
         program: "sh".into(),
         args: vec!["-c".into(), command.to_owned()],
-        env: Vec::new(),
+        env: plan.git_env.clone(),
         stdin: None,
         prompt_file: None,
         cwd: plan.cwd.clone(),

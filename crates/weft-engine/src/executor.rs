@@ -31,7 +31,7 @@ use weft_agents::supervise::{
 use weft_core::Task;
 
 use crate::error::EngineError;
-use crate::isolation::{Cut, Isolation, Runnable};
+use crate::isolation::{Collected, Cut, Isolation, Runnable};
 
 /// Where an attempt is to work.
 #[derive(Debug, Clone)]
@@ -84,9 +84,14 @@ pub(crate) trait Executor: Send + Sync {
         events: Sender<SupervisorEvent>,
     ) -> Result<Box<dyn Execution>, String>;
 
-    /// Commit what the attempt left uncommitted on its branch; the branch then holds the
-    /// resulting commit (`None`: nothing was left to commit).
-    fn collect(&self, cut: &Cut, task: &Task) -> Result<Option<String>, EngineError>;
+    /// Commit what the attempt left uncommitted and set its branch to the result, after
+    /// the worktree guard found the worktree as weft made it (else
+    /// [`Collected::Refused`], and nothing is committed anywhere).
+    fn collect(&self, cut: &Cut, task: &Task) -> Result<Collected, EngineError>;
+
+    /// For an attempt that did not pass: bring its own commits into the repository and
+    /// keep stray ones, so its work can be inspected; what the worktree guard found.
+    fn secure(&self, cut: &Cut) -> Result<Vec<String>, EngineError>;
 
     /// Remove a landed attempt's folder (its branch stays).
     fn discard(&self, cut: &Cut);
@@ -168,8 +173,12 @@ impl Executor for LocalExecutor {
         Ok(Box::new(LocalExecution(supervised)))
     }
 
-    fn collect(&self, cut: &Cut, task: &Task) -> Result<Option<String>, EngineError> {
+    fn collect(&self, cut: &Cut, task: &Task) -> Result<Collected, EngineError> {
         self.isolation()?.commit(cut, task)
+    }
+
+    fn secure(&self, cut: &Cut) -> Result<Vec<String>, EngineError> {
+        Ok(self.isolation()?.inspect(cut)?.problems)
     }
 
     fn discard(&self, cut: &Cut) {

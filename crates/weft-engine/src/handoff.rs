@@ -114,6 +114,17 @@ impl Handoff {
 
     /// The diff of the run branch against its base (bounded), or its stat, per repository.
     pub fn review(&self, stat: bool) -> Result<String, EngineError> {
+        // The integration guard: commits weft did not make are flagged first.
+        let flag = self
+            .isolation
+            .check_integration()
+            .err()
+            .map(|f| format!("WARNING: {}\nhint: {}\n\n", f.detail, f.hint));
+        let text = self.review_text(stat)?;
+        Ok(flag.unwrap_or_default() + &text)
+    }
+
+    fn review_text(&self, stat: bool) -> Result<String, EngineError> {
         if self.is_empty() {
             return Ok(format!(
                 "run {} landed nothing: {} is still at its base\n",
@@ -165,6 +176,7 @@ impl Handoff {
     /// Merge the run branch into the checked-out branch of every repository after a
     /// preflight of all of them; nothing is merged anywhere when one finds a problem.
     pub fn merge(self, store: &mut Store, plan_id: &str) -> Result<Vec<String>, EngineError> {
+        (self.isolation.check_integration()).map_err(|f| f.into_error("merging the run"))?;
         if self.is_empty() {
             return Err(refuse(
                 format!(
@@ -237,6 +249,7 @@ impl Handoff {
 
     /// Throw the run away; each repository's tip stays under `refs/weft/discarded/<run>`.
     pub fn discard(self, store: &mut Store, plan_id: &str) -> Result<Vec<String>, EngineError> {
+        (self.isolation.check_integration()).map_err(|f| f.into_error("discarding the run"))?;
         let kept = format!("refs/weft/discarded/{}", self.run.id);
         let mut lines = Vec::new();
         for (index, (slot, (_, tip))) in self.isolation.slots.iter().zip(&self.ends).enumerate() {

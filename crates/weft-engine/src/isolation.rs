@@ -41,6 +41,8 @@ pub(crate) struct Part {
     pub cut_from: Oid,
     /// Links to the main checkout's ignored artifacts, relative to `path`.
     pub links: Vec<PathBuf>,
+    /// The worktree's admin folder (`None` after a restart: found by its back-link).
+    pub admin: Option<PathBuf>,
 }
 
 /// Where an attempt works.
@@ -53,6 +55,30 @@ pub(crate) struct Cut {
 }
 
 impl Cut {
+    /// The git variables of the attempt's processes: its private object folder, the
+    /// repository's store as a read-only alternate (see `weft_git`'s guard module). A
+    /// group's task folder holds several repositories, which one variable cannot serve:
+    /// there the agent's own commits need the shared store (unwritable when confined).
+    pub fn git_env(&self, iso: &Isolation) -> Vec<(String, String)> {
+        let [part] = &self.parts[..] else {
+            return Vec::new();
+        };
+        let Some(admin) = &part.admin else {
+            return Vec::new();
+        };
+        let objects = iso.slots[part.slot].repo.objects_dir();
+        vec![
+            (
+                "GIT_OBJECT_DIRECTORY".into(),
+                admin.join(weft_git::PRIVATE_OBJECTS).display().to_string(),
+            ),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+                objects.display().to_string(),
+            ),
+        ]
+    }
+
     /// Every link weft made, for the attempt's record.
     pub fn links(&self) -> Vec<String> {
         self.parts
@@ -64,6 +90,16 @@ impl Cut {
             })
             .collect()
     }
+}
+
+/// What collecting an attempt's work found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Collected {
+    /// Committed on its branch (the new commits, encoded as refs are; `None`: nothing
+    /// was left uncommitted).
+    Committed(Option<String>),
+    /// The worktree guard refused: the attempt fails with this reason.
+    Refused(String),
 }
 
 /// How a fresh worktree is made runnable.
@@ -368,7 +404,13 @@ impl Isolation {
                 .map_err(git_error)?
             {
                 slot.repo
-                    .create_branch(&self.integration_branch, oid)
+                    .update_refs_cas(
+                        &[
+                            (&self.integration_ref(), oid, None),
+                            (&self.record_ref(), oid, None),
+                        ],
+                        "weft: integration branch created",
+                    )
                     .map_err(git_error)?;
             }
         }
@@ -401,11 +443,10 @@ impl Isolation {
         branch_ref(&self.integration_branch)
     }
 
+    /// Where attempts are cut from: the integration tips weft recorded (never a commit
+    /// something else put on the branch).
     fn tips(&self) -> Result<Vec<Oid>, EngineError> {
-        self.slots
-            .iter()
-            .map(|s| s.repo.resolve(&self.integration_ref()).map_err(git_error))
-            .collect()
+        self.recorded_tips()
     }
 
     /// Where a slot's worktree goes inside a task folder.
@@ -431,8 +472,9 @@ impl Isolation {
         for (index, (slot, tip)) in self.slots.iter().zip(tips).enumerate() {
             let path = self.slot_path(&folder, slot);
             reclaim_unrecorded(&slot.repo, &path, &branch)?;
-            slot.repo
-                .add_worktree(&path, &branch, &tip)
+            let made = slot
+                .repo
+                .add_attempt_worktree(&path, &branch, &tip)
                 .map_err(git_error)?;
             let mut links = Vec::new();
             if let Runnable::Link(patterns) = runnable {
@@ -456,6 +498,7 @@ impl Isolation {
                 path,
                 cut_from: tip,
                 links,
+                admin: Some(made.admin),
             });
         }
         if let Runnable::Setup(command) = runnable {
@@ -481,6 +524,7 @@ impl Isolation {
                 path: self.slot_path(folder, slot),
                 cut_from,
                 links: Vec::new(),
+                admin: None,
             })
             .collect();
         Some(Cut {
@@ -515,23 +559,54 @@ impl Isolation {
         Ok(folder)
     }
 
-    /// Commit what the agent left uncommitted on the attempt's branch, in every
-    /// repository; returns the new commit(s), encoded as refs are, when there was any.
-    pub fn commit(&self, cut: &Cut, task: &Task) -> Result<Option<String>, EngineError> {
+    /// Commit what the agent left uncommitted and set the attempt's branch to the
+    /// result, in every repository, after the worktree guard
+    /// ([`Isolation::inspect`]) found every worktree intact.
+    pub fn commit(&self, cut: &Cut, task: &Task) -> Result<Collected, EngineError> {
+        let inspection = self.inspect(cut)?;
+        if !inspection.problems.is_empty() {
+            return Ok(Collected::Refused(inspection.problems.join("; ")));
+        }
         let mut commits = Vec::new();
-        for part in &cut.parts {
+        for (part, intact) in cut.parts.iter().zip(inspection.intact) {
             let slot = &self.slots[part.slot];
             // After a crash the worktree may already be gone; its branch holds the work then.
-            if !part.path.exists() {
+            let Some((worktree, head)) = intact else {
                 continue;
-            }
-            let worktree = slot.repo.open_worktree(&part.path).map_err(git_error)?;
+            };
             let commit = worktree
                 .commit_all(
                     &format!("weft: task {}: {}", task.order, task.title),
                     &part.links,
                 )
                 .map_err(git_error)?;
+            let tip = commit.clone().unwrap_or(head);
+            // weft sets the task branch itself, forward from where it was cut.
+            let reference = branch_ref(&cut.branch);
+            let current = slot.repo.ref_target(&reference).map_err(git_error)?;
+            if current.as_ref() != Some(&tip) {
+                let forward = match &current {
+                    None => true,
+                    Some(at) => {
+                        at == &part.cut_from
+                            || slot
+                                .repo
+                                .is_ancestor(at.as_str(), tip.as_str())
+                                .map_err(git_error)?
+                    }
+                };
+                if !forward {
+                    return Ok(Collected::Refused(format!(
+                        "the task branch {} was moved by something other than weft (to {}); its worktree's work is kept in {}",
+                        cut.branch,
+                        current.as_ref().map_or("nothing", |c| c.short()),
+                        part.path.display()
+                    )));
+                }
+                slot.repo
+                    .update_ref_cas(&reference, &tip, current.as_ref())
+                    .map_err(git_error)?;
+            }
             commits.extend(commit.map(|c| {
                 if self.is_group() {
                     format!("{}={}", slot.name, c.as_str())
@@ -540,13 +615,19 @@ impl Isolation {
                 }
             }));
         }
-        Ok((!commits.is_empty()).then(|| commits.join(";")))
+        Ok(Collected::Committed(
+            (!commits.is_empty()).then(|| commits.join(";")),
+        ))
     }
 
     /// Land the attempt's branch (committed by [`Isolation::commit`]) on the integration
     /// branch of every repository, all or nothing.
-    pub fn land(&self, cut: &Cut, task: &Task) -> Result<Landing, EngineError> {
+    /// `expected`: the integration tips weft recorded (checked by
+    /// [`Isolation::check_integration`]); the integration ref and weft's record move
+    /// together, only from there.
+    pub fn land(&self, cut: &Cut, task: &Task, expected: &[Oid]) -> Result<Landing, EngineError> {
         let message = format!("weft: land task {}: {}", task.order, task.title);
+        let record = self.record_ref();
         let mut landed: Vec<(usize, Oid, Oid)> = Vec::new();
         let mut merges = Vec::new();
         let mut changed = false;
@@ -554,8 +635,10 @@ impl Isolation {
             let slot = &self.slots[part.slot];
             let outcome = slot
                 .repo
-                .land(
+                .land_recorded(
                     &self.integration_ref(),
+                    &record,
+                    &expected[part.slot],
                     &cut.branch,
                     &part.cut_from,
                     &message,
@@ -604,10 +687,12 @@ impl Isolation {
             if let Some(failure) = failure {
                 // All or nothing: what already landed in other repositories goes back.
                 for (slot, merge, previous) in landed.iter().rev() {
-                    let _ = self.slots[*slot].repo.update_ref_cas(
-                        &self.integration_ref(),
-                        previous,
-                        Some(merge),
+                    let _ = self.slots[*slot].repo.update_refs_cas(
+                        &[
+                            (&self.integration_ref(), previous, Some(merge)),
+                            (&record, previous, Some(merge)),
+                        ],
+                        "weft: roll back a landing",
                     );
                 }
                 return Ok(failure);
@@ -712,6 +797,16 @@ impl Isolation {
             let tip = repo.rev_parse(&branch_ref(&cut.branch)).ok().flatten();
             if tip.as_ref().is_some_and(|tip| *tip != part.cut_from) {
                 work.push(format!("commits on {}", cut.branch));
+            }
+            // The agent's own commits are on its detached HEAD, their objects in its
+            // private folder: bring them in, and count them as work.
+            if let Some(admin) = repo.worktree_admin_dir(&part.path) {
+                let _ = repo.import_objects(&admin.join(weft_git::PRIVATE_OBJECTS));
+                if let Ok(weft_git::AdminHead::Detached(head)) = repo.admin_head(&admin)
+                    && head != part.cut_from
+                {
+                    work.push("commits in its worktree".to_owned());
+                }
             }
             if part.path.exists() {
                 match repo

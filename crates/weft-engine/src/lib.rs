@@ -19,6 +19,7 @@ mod engine;
 mod error;
 mod executor;
 mod failpoint;
+mod guards;
 pub mod handoff;
 mod isolation;
 pub mod kept;
@@ -73,6 +74,9 @@ pub struct IsolationConfig {
     pub stash: bool,
     /// Keep a task's worktree after its work landed.
     pub keep_worktrees: bool,
+    /// Land symlinks that point outside the task's worktree (else the task fails at
+    /// landing, the links named).
+    pub allow_outside_symlinks: bool,
 }
 
 /// How much runs at once, for how long, and how much of it is kept.

@@ -30,12 +30,13 @@ const MAX_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Variables that would point git at another repository than the one weft names with
 /// `-C`; removed from every child unless the handle sets them explicitly.
-const LOCATION_VARS: [&str; 6] = [
+const LOCATION_VARS: [&str; 7] = [
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
     "GIT_COMMON_DIR",
     "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_PREFIX",
 ];
 
@@ -57,8 +58,8 @@ const LOCATION_VARS: [&str; 6] = [
 /// `LC_ALL=C` (so messages are stable), `GIT_EDITOR=:` and `GIT_MERGE_AUTOEDIT=no`
 /// (never an editor), standard input from `/dev/null` unless weft feeds it, and
 /// `GIT_OPTIONAL_LOCKS=0` for commands that only read. `GIT_DIR`, `GIT_WORK_TREE`,
-/// `GIT_INDEX_FILE`, `GIT_COMMON_DIR`, `GIT_OBJECT_DIRECTORY` and `GIT_PREFIX` are
-/// removed (weft always names the repository with `-C`) unless set with [`Git::env`].
+/// `GIT_INDEX_FILE`, `GIT_COMMON_DIR`, `GIT_OBJECT_DIRECTORY`,
+/// `GIT_ALTERNATE_OBJECT_DIRECTORIES` and `GIT_PREFIX` are removed (weft always names the repository with `-C`) unless set with [`Git::env`].
 #[derive(Debug, Clone)]
 pub struct Git {
     program: OsString,
@@ -443,6 +444,64 @@ impl<'a> Call<'a> {
             command: self.command_line(),
             detail: detail.into(),
         }
+    }
+
+    /// Run this command with its standard output piped into `next`'s standard input
+    /// (`self | next`), without holding the data in memory; both must exit 0.
+    pub fn pipe_into(&self, next: &Call<'_>) -> Result<(), GitError> {
+        let mut first = self.spawn()?;
+        let writer = match (first.stdin.take(), &self.stdin) {
+            (Some(mut pipe), Some(input)) => {
+                let input = input.clone();
+                Some(std::thread::spawn(move || {
+                    let _ = pipe.write_all(&input);
+                }))
+            }
+            _ => None,
+        };
+        let stdout = first.stdout.take().expect("stdout is piped");
+        let mut second = next.command();
+        second.stdin(Stdio::from(stdout));
+        let second = second.spawn();
+        let second = match second {
+            Ok(child) => child,
+            Err(error) => {
+                let _ = first.kill();
+                let _ = first.wait();
+                return Err(GitError::Spawn {
+                    program: next.git.program.to_string_lossy().into_owned(),
+                    error,
+                });
+            }
+        };
+        let first_out = first.wait_with_output();
+        let second_out = second.wait_with_output();
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+        let spawn = |error| GitError::Spawn {
+            program: self.git.program.to_string_lossy().into_owned(),
+            error,
+        };
+        let first_out = first_out.map_err(spawn)?;
+        let second_out = second_out.map_err(spawn)?;
+        let first_out = Output {
+            status: first_out.status,
+            stdout: Vec::new(),
+            stderr: first_out.stderr,
+        };
+        let second_out = Output {
+            status: second_out.status,
+            stdout: second_out.stdout,
+            stderr: second_out.stderr,
+        };
+        if !first_out.status.success() {
+            return Err(self.failed(&first_out));
+        }
+        if !second_out.status.success() {
+            return Err(next.failed(&second_out));
+        }
+        Ok(())
     }
 
     /// Run, keeping at most `limit` bytes of standard output. When the output is longer

@@ -80,6 +80,7 @@ impl Repo {
         let [onto, task_tip, onto_tree] = <[Oid; 3]>::try_from(oids).expect("three revisions");
         self.land_resolved(
             integration_ref,
+            None,
             &onto,
             &onto_tree,
             &task_tip,
@@ -107,6 +108,7 @@ impl Repo {
         let [task_tip, onto_tree] = <[Oid; 2]>::try_from(oids).expect("two revisions");
         self.land_resolved(
             integration_ref,
+            None,
             expected_tip,
             &onto_tree,
             &task_tip,
@@ -115,9 +117,40 @@ impl Repo {
         )
     }
 
+    /// [`Repo::land_onto`] that also moves `record_ref` (weft's record of the integration
+    /// tip, which must be at `expected_tip` too) to the merge, in the same atomic
+    /// transaction as the integration ref: either both move or neither does.
+    pub fn land_recorded(
+        &self,
+        integration_ref: &str,
+        record_ref: &str,
+        expected_tip: &Oid,
+        task: &str,
+        cut_from: &Oid,
+        message: &str,
+    ) -> Result<Landing, GitError> {
+        self.check_full_ref(integration_ref)?;
+        self.check_full_ref(record_ref)?;
+        let task_commit = format!("{task}^{{commit}}");
+        let onto_tree = format!("{expected_tip}^{{tree}}");
+        let oids = self.resolve_many(&[&task_commit, &onto_tree])?;
+        let [task_tip, onto_tree] = <[Oid; 2]>::try_from(oids).expect("two revisions");
+        self.land_resolved(
+            integration_ref,
+            Some(record_ref),
+            expected_tip,
+            &onto_tree,
+            &task_tip,
+            cut_from,
+            message,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn land_resolved(
         &self,
         integration_ref: &str,
+        record_ref: Option<&str>,
         onto: &Oid,
         onto_tree: &Oid,
         task_tip: &Oid,
@@ -158,7 +191,16 @@ impl Repo {
         }
         let merge = self.commit_tree(&tree, &[onto, task_tip], message)?;
         let reflog = format!("weft: land {}", task_tip.short());
-        self.update_ref_with(integration_ref, &merge, Some(onto), &reflog)?;
+        match record_ref {
+            Some(record) => self.update_refs_cas(
+                &[
+                    (integration_ref, &merge, Some(onto)),
+                    (record, &merge, Some(onto)),
+                ],
+                &reflog,
+            )?,
+            None => self.update_ref_with(integration_ref, &merge, Some(onto), &reflog)?,
+        }
         Ok(Landing::Landed {
             merge,
             previous: onto.clone(),

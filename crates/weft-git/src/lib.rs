@@ -21,6 +21,11 @@
 //!   - landing without a checkout: [`Repo::land`], [`Repo::land_onto`];
 //!   - handoff: [`Repo::diff_stat`], [`Repo::diff`], [`Repo::merge_preflight`],
 //!     [`Repo::merge_into_checked_out`].
+//!   - attempts' worktrees (the `guard` module): [`Repo::add_attempt_worktree`] (detached,
+//!     with a private object folder), [`Repo::inspect_worktree`] and [`Repo::admin_head`]
+//!     (what the agent did to its worktree's git), [`Repo::import_objects`],
+//!     [`Repo::update_refs_cas`] (several refs, atomically), [`Repo::land_recorded`],
+//!     [`Repo::outside_symlinks`].
 //!
 //! Commits weft makes use the repository's configured identity (`git config user.name`
 //! and `user.email`), or `weft <weft@localhost>` for whatever is not configured.
@@ -35,6 +40,7 @@
 mod cmd;
 mod commit;
 mod error;
+mod guard;
 mod handoff;
 mod land;
 mod oid;
@@ -44,6 +50,7 @@ mod worktree;
 
 pub use cmd::{DEFAULT_LOCK_WAIT, Git, GitVersion, MIN_GIT_VERSION};
 pub use error::GitError;
+pub use guard::{AdminHead, AttemptWorktree, PRIVATE_OBJECTS, Tamper, escapes};
 pub use handoff::{
     DEFAULT_DIFF_LIMIT, DiffStat, DiffText, FileStat, MergeOutcome, Preflight, WorktreeMerge,
 };

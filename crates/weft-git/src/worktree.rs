@@ -331,7 +331,7 @@ impl Repo {
     }
 
     /// The administrative folder (`<common>/worktrees/<id>`) of the worktree at `path`.
-    fn admin_dir_of(&self, path: &Path) -> Option<PathBuf> {
+    pub(crate) fn admin_dir_of(&self, path: &Path) -> Option<PathBuf> {
         let wanted = normalize(path);
         let entries = std::fs::read_dir(self.common_dir().join("worktrees")).ok()?;
         entries.flatten().map(|entry| entry.path()).find(|dir| {

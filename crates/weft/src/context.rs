@@ -156,6 +156,7 @@ impl Ctx {
                 runnable: settings.isolation.runnable.clone(),
                 stash: run.stash,
                 keep_worktrees: settings.isolation.keep_worktrees,
+                allow_outside_symlinks: settings.isolation.allow_outside_symlinks,
             },
             limits: weft_engine::Limits {
                 parallel: run.parallel.unwrap_or(settings.run.parallel) as usize,

@@ -118,6 +118,13 @@ pub const KEEP_WORKTREES: Key<bool> = Key {
     about: "keep a task's worktree after its work landed (failed and conflicted ones are always kept)",
     parse: boolean,
 };
+pub const OUTSIDE_SYMLINKS: Key<bool> = Key {
+    name: "outside_symlinks",
+    env: "WEFT_OUTSIDE_SYMLINKS",
+    default: "refuse",
+    about: "a task whose changes add a symlink pointing outside its worktree (absolute, or escaping with ..): refuse (it fails at landing) or allow",
+    parse: outside_symlinks,
+};
 pub const LINKS: Key<Vec<String>> = Key {
     name: "links",
     env: "WEFT_LINKS",
@@ -207,6 +214,7 @@ pub static KEYS: &[&dyn Described] = &[
     &ISOLATION,
     &REPOS,
     &KEEP_WORKTREES,
+    &OUTSIDE_SYMLINKS,
     &LINKS,
     &SETUP,
     &CONFINE,
@@ -300,6 +308,15 @@ fn scopes(value: &str) -> Result<Vec<Scope>, String> {
         .collect()
 }
 
+/// `allow` (true) or `refuse` (false).
+fn outside_symlinks(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "allow" => Ok(true),
+        "refuse" => Ok(false),
+        _ => Err("must be refuse or allow".into()),
+    }
+}
+
 fn boolean(value: &str) -> Result<bool, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
@@ -370,6 +387,8 @@ pub struct IsolationSettings {
     /// The repositories of a multi-repo workspace (empty: every one a level down).
     pub repos: Vec<String>,
     pub keep_worktrees: bool,
+    /// Land symlinks that point outside the worktree (`outside_symlinks = "allow"`).
+    pub allow_outside_symlinks: bool,
     /// How a fresh worktree is made runnable: `setup` when set, else `links`.
     pub runnable: Runnable,
 }
@@ -520,6 +539,7 @@ impl Settings {
             enabled,
             repos,
             keep_worktrees,
+            allow_outside_symlinks: r.get(&OUTSIDE_SYMLINKS)?,
             runnable,
         };
         let planner = PlannerSettings {

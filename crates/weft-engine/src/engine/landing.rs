@@ -21,7 +21,8 @@ use weft_core::{Attempt, Landing, Task};
 use super::settle::Ended;
 use crate::error::EngineError;
 use crate::executor::Executor;
-use crate::isolation::{Cut, Isolation};
+use crate::guards::Foreign;
+use crate::isolation::{Collected, Cut, Isolation};
 
 /// What happens once an attempt's work has landed.
 pub(crate) enum Then {
@@ -45,6 +46,9 @@ pub(crate) struct LandingQueue {
     /// By plan order, then arrival.
     waiting: BTreeMap<(u32, u64), Waiting>,
     arrivals: u64,
+    /// The integration ref was found moved by something else: nothing more lands in
+    /// this run (what waits stays journaled for the next), and the run ends refused.
+    pub refused: Option<Foreign>,
 }
 
 impl LandingQueue {
@@ -60,20 +64,39 @@ impl LandingQueue {
     }
 }
 
-/// Land one attempt's work: its executor hands back the commit, then it is merged onto the
+/// How one landing went.
+pub(crate) enum Outcome {
+    /// Landed, changed nothing, or conflicted.
+    Landing(Landing),
+    /// A guard refused the attempt's work (its worktree was tampered with, or it adds
+    /// symlinks pointing outside): the attempt fails with this reason, nothing landed.
+    Failed(String),
+    /// The integration ref is not where weft recorded it: nothing lands until it is put
+    /// back; the attempt stays journaled, so the next run lands it.
+    Foreign(Foreign),
+}
+
+/// Land one attempt's work: the integration ref must be at the tip weft recorded; its
+/// executor commits what it left (after the worktree guard), its changes must add no
+/// symlink pointing outside (unless `allow_links`), then it is merged onto the
 /// integration branch. A landed (or empty) attempt's folder is removed unless `keep`.
 pub(crate) fn land(
     iso: &Isolation,
     executor: &dyn Executor,
     waiting: &Waiting,
     keep: bool,
-) -> Landing {
+    allow_links: bool,
+) -> Outcome {
     let Waiting {
         task,
         cut,
         repair_files,
         ..
     } = waiting;
+    let expected = match iso.check_integration() {
+        Ok(expected) => expected,
+        Err(foreign) => return Outcome::Foreign(foreign),
+    };
     // A repair lands only when no conflict marker is left in the files it had to resolve.
     let markers_left = match repair_files {
         Some(files) => iso
@@ -81,21 +104,37 @@ pub(crate) fn land(
             .unwrap_or_else(|_| files.clone()),
         None => Vec::new(),
     };
-    let landing = if markers_left.is_empty() {
-        executor
-            .collect(cut, task)
-            .and_then(|_| iso.land(cut, task))
-            .unwrap_or_else(|e| failed(&e))
-    } else {
-        Landing::Conflicted {
+    if !markers_left.is_empty() {
+        return Outcome::Landing(Landing::Conflicted {
             detail: format!("conflict markers are still in {}", markers_left.join(", ")),
             files: markers_left,
+        });
+    }
+    match executor.collect(cut, task) {
+        Ok(Collected::Committed(_)) => {}
+        Ok(Collected::Refused(reason)) => return Outcome::Failed(reason),
+        Err(e) => return Outcome::Landing(failed(&e)),
+    }
+    if !allow_links {
+        match iso.outside_symlinks(cut) {
+            Ok(links) if links.is_empty() => {}
+            Ok(links) => {
+                return Outcome::Failed(format!(
+                    "its changes add symlinks pointing outside its worktree: {}; nothing was landed (its branch {} keeps them; `outside_symlinks = \"allow\"` lands such links)",
+                    links.join(", "),
+                    cut.branch
+                ));
+            }
+            Err(e) => return Outcome::Landing(failed(&e)),
         }
-    };
+    }
+    let landing = iso
+        .land(cut, task, &expected)
+        .unwrap_or_else(|e| failed(&e));
     if landing.is_landed() && !keep {
         executor.discard(cut);
     }
-    landing
+    Outcome::Landing(landing)
 }
 
 /// A landing that failed with an error is a conflict whose detail says so.

@@ -99,7 +99,7 @@ impl RunLoop<'_> {
             ) => Some(weft_core::prompt::repair_note(b, files)),
             _ => None,
         };
-        let launch = plan_launch(
+        let mut launch = plan_launch(
             self.config,
             self.view.plan(),
             index,
@@ -113,9 +113,17 @@ impl RunLoop<'_> {
             },
         )
         .map_err(|e| e.to_string())?;
+        // The attempt's git writes its objects into its private object folder (see
+        // `crate::guards`), so its own commits need nothing shared writable.
+        let git_env = match (&self.isolation, &folder.cut) {
+            (Some(iso), Some(cut)) => cut.git_env(iso),
+            _ => Vec::new(),
+        };
+        launch.spec.env.extend(git_env.iter().cloned());
         let log_path = self.log_dir.join(format!("{}.log", ids.attempt));
         let mut record = self.record(&task.id, &ids, &launch, &folder, &log_path);
         let mut checks = self.check_plan(index, &ids, &launch, &folder.path);
+        checks.git_env = git_env;
         let checks_id = format!("{}-checks", ids.attempt);
         checks.contain = crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
         let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
@@ -228,6 +236,7 @@ impl RunLoop<'_> {
             secrets: config.supervision.secrets.clone(),
             receives_marker,
             contain: None,
+            git_env: Vec::new(),
             transcript: match (receives_marker, transcript_store) {
                 (true, Some(store)) => Some(TranscriptPlan {
                     store,

@@ -200,7 +200,12 @@ impl<'a> RunLoop<'a> {
                 None => break,
             }
         }
-        self.end()
+        let refused = self.landings.refused.take();
+        let summary = self.end()?;
+        match refused {
+            Some(foreign) => Err(foreign.into_error("landing on the integration branch")),
+            None => Ok(summary),
+        }
     }
 
     /// Say so when writes had to wait for a store another process held busy.
@@ -241,7 +246,7 @@ impl<'a> RunLoop<'a> {
         Ok(())
     }
 
-    fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         self.stopping = true;
         for running in self.live.values() {
             running.canceller.cancel();

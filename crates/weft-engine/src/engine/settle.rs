@@ -6,11 +6,12 @@ use weft_core::event::{Event, EventKind, TranscriptFound, Usage};
 use weft_core::prompt::{TAIL_CHARS, tail_chars};
 use weft_core::verdict::{Cancelled, Evidence, decide, settle, with_landing};
 use weft_core::{
-    Attempt, AttemptStatus, Denial, Landing, OutputSummary, Task, TaskStatus, VerdictOutcome,
+    Attempt, AttemptStatus, Check, Denial, Landing, OutputSummary, Task, TaskStatus, Verdict,
+    VerdictOutcome,
 };
 use weft_store::TaskUpdate;
 
-use super::landing::{self, Then, Waiting};
+use super::landing::{self, Outcome, Then, Waiting};
 use super::live::{Live, MAX_DENIALS};
 use super::now;
 use super::runloop::RunLoop;
@@ -93,8 +94,20 @@ impl RunLoop<'_> {
         let Some(live) = self.live.remove(attempt) else {
             return Ok(false);
         };
-        let ended = Ended { live, result };
+        let mut ended = Ended { live, result };
         let passed = ended.result.verdict.outcome == VerdictOutcome::Pass;
+        if !passed && let Some(cut) = &ended.live.cut {
+            // Its work is kept for inspection: its own commits are brought into the
+            // repository, stray ones kept under a weft ref; tampering is named.
+            let problems = self
+                .executor
+                .secure(cut)
+                .unwrap_or_else(|e| vec![format!("its worktree could not be inspected: {e}")]);
+            if !problems.is_empty() {
+                let verdict = &mut ended.result.verdict;
+                *verdict = refused(verdict.clone(), &problems.join("; "));
+            }
+        }
         match ended.live.cut.clone() {
             Some(cut) if passed && self.isolation.is_some() => {
                 // Journal first: a passed attempt with no landing recorded is landed at the
@@ -130,9 +143,38 @@ impl RunLoop<'_> {
             let Some(iso) = self.isolation.as_deref() else {
                 break;
             };
+            if self.landings.refused.is_some() {
+                // Journaled: the next run lands it once the integration ref is put back.
+                continue;
+            }
             let keep = self.config.isolation.keep_worktrees;
-            let landed = landing::land(iso, self.executor.as_ref(), &waiting, keep);
+            let allow_links = self.config.isolation.allow_outside_symlinks;
+            let outcome = landing::land(iso, self.executor.as_ref(), &waiting, keep, allow_links);
             crate::failpoint::hit("landing_ref_moved");
+            let landed = match outcome {
+                Outcome::Landing(landed) => landed,
+                Outcome::Foreign(foreign) => {
+                    let text = format!(
+                        "landing is refused: {}; nothing more lands in this run",
+                        foreign.detail
+                    );
+                    self.landings.refused = Some(foreign);
+                    self.refuse_landings(text)?;
+                    continue;
+                }
+                Outcome::Failed(reason) => {
+                    match waiting.then {
+                        Then::Finish(mut ended) => {
+                            ended.result.verdict = refused(ended.result.verdict.clone(), &reason);
+                            self.record_end(*ended, None)?;
+                        }
+                        Then::Recovered(attempt) => {
+                            self.record_recovered_refused(&waiting.task, *attempt, &reason)?;
+                        }
+                    }
+                    continue;
+                }
+            };
             match waiting.then {
                 Then::Finish(ended) => self.record_end(*ended, Some(landed))?,
                 Then::Recovered(attempt) => {
@@ -245,6 +287,59 @@ impl RunLoop<'_> {
             TaskStatus::Completed => self.view.release_blocked(&mut self.store, task_id),
             _ => Ok(()),
         }
+    }
+
+    /// A dead engine's journaled attempt whose work a guard refused: it fails.
+    fn record_recovered_refused(
+        &mut self,
+        task: &Task,
+        attempt: Attempt,
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        let verdict = attempt.verdict.clone().map(|v| refused(v, reason));
+        let landing = Landing::Conflicted {
+            files: Vec::new(),
+            detail: reason.to_owned(),
+        };
+        self.store.save_attempt(
+            &Attempt {
+                status: AttemptStatus::Failed,
+                verdict: verdict.clone(),
+                ..attempt.clone()
+            },
+            EventKind::LandingFinished {
+                landing,
+                after_restart: true,
+            },
+            now(),
+        )?;
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Failed),
+            verdict: Some(verdict),
+            ..TaskUpdate::default()
+        };
+        let event = Event::new(EventKind::TaskFinished {
+            order: task.order,
+            title: task.title.clone(),
+            status: TaskStatus::Failed,
+            reason: reason.to_owned(),
+            after_restart: true,
+        })
+        .run(&attempt.run_id)
+        .attempt(&attempt.id);
+        self.view
+            .update_task(&mut self.store, &task.id, &update, event)?;
+        self.after_failure(&task.id)
+    }
+
+    /// The integration ref moved under the run: say so, start nothing new.
+    fn refuse_landings(&mut self, text: String) -> Result<(), EngineError> {
+        let event = Event::new(EventKind::Notice { text: text.clone() }).run(&self.run_id);
+        self.store
+            .record_event(Some(&self.config.plan_id), event, now())?;
+        self.emit(EngineEvent::Notice { text });
+        self.stop();
+        Ok(())
     }
 
     /// Record the landing of an attempt a dead engine journaled.
@@ -374,4 +469,29 @@ impl RunLoop<'_> {
         self.view
             .update_task(&mut self.store, &task.id, &update, event)
     }
+}
+
+/// The name of the check a guard's refusal adds to a verdict.
+pub(crate) const CHECK_GIT_GUARD: &str = "git_guard";
+
+/// `verdict` failed by a guard: the outcome is a failure whose reason names `why`.
+fn refused(mut verdict: Verdict, why: &str) -> Verdict {
+    verdict.reason = match verdict.outcome {
+        VerdictOutcome::Pass => {
+            let rest = verdict
+                .reason
+                .strip_prefix("Passed: ")
+                .unwrap_or(&verdict.reason);
+            format!("Failed: {why}. (Its evidence otherwise passed: {rest})")
+        }
+        _ => format!("{} Also: {why}.", verdict.reason),
+    };
+    verdict.outcome = VerdictOutcome::Fail;
+    verdict.checks.push(Check {
+        name: CHECK_GIT_GUARD.to_owned(),
+        passed: false,
+        skipped: false,
+        detail: why.to_owned(),
+    });
+    verdict
 }

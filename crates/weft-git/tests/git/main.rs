@@ -2,6 +2,7 @@
 //! system git config).
 
 mod commit;
+mod guard;
 mod handoff;
 mod land;
 mod refs;

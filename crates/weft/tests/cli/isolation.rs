@@ -444,8 +444,13 @@ fn a_landing_interrupted_by_a_crash_is_finished_at_the_next_start() {
         .unwrap();
     };
 
-    // Before the compare-and-swap: the ref is still at the base.
+    // Before the compare-and-swap: the ref (and weft's record of it, which moves with it
+    // in one transaction) is still at the base.
     git(&weft, &["update-ref", &integration, &base]);
+    git(
+        &weft,
+        &["update-ref", &format!("refs/weft/{id}/tip"), &base],
+    );
     crash(&db);
     let run = weft.ok(&["run", "--isolated"]);
     assert!(

@@ -9,6 +9,7 @@ mod contain;
 mod demo;
 mod engine;
 mod events;
+mod guards;
 mod help;
 mod isolation;
 mod json;
