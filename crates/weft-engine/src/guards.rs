@@ -70,19 +70,35 @@ impl Isolation {
     /// The integration tips weft recorded, per repository (a run from before the record
     /// existed adopts the branch's tip once).
     pub(crate) fn recorded_tips(&self) -> Result<Vec<Oid>, EngineError> {
+        Ok(self.tips_now()?.into_iter().map(|(tip, _)| tip).collect())
+    }
+
+    /// Per repository: the recorded tip and where the integration ref is now (`None`:
+    /// deleted), in one git call each.
+    fn tips_now(&self) -> Result<Vec<(Oid, Option<Oid>)>, EngineError> {
         let record = self.record_ref();
         let integration = self.integration_ref();
         self.slots
             .iter()
             .map(|slot| {
-                if let Some(tip) = slot.repo.ref_target(&record).map_err(git_error)? {
-                    return Ok(tip);
+                let found = slot
+                    .repo
+                    .ref_targets(&[&record, &integration])
+                    .map_err(git_error)?;
+                let (recorded, now) = (found[0].clone(), found[1].clone());
+                if let Some(tip) = recorded {
+                    return Ok((tip, now));
                 }
-                let tip = slot.repo.resolve(&integration).map_err(git_error)?;
+                let tip = now.clone().ok_or_else(|| {
+                    git_error(weft_git::GitError::UnknownRevision {
+                        repo: slot.repo.root().to_owned(),
+                        rev: integration.clone(),
+                    })
+                })?;
                 slot.repo
                     .update_ref_cas(&record, &tip, None)
                     .map_err(git_error)?;
-                Ok(tip)
+                Ok((tip, now))
             })
             .collect()
     }
@@ -94,16 +110,13 @@ impl Isolation {
             detail: format!("weft could not read the integration branch: {e}"),
             hint: "check the repository with `git status`, then try again".into(),
         };
-        let recorded = self.recorded_tips().map_err(fail)?;
+        let tips = self.tips_now().map_err(fail)?;
         let integration = self.integration_ref();
         let mut details = Vec::new();
         let mut hints = Vec::new();
-        for (slot, tip) in self.slots.iter().zip(&recorded) {
+        for (slot, (tip, now)) in self.slots.iter().zip(&tips) {
             let repo = &slot.repo;
-            let Some(now) = repo
-                .ref_target(&integration)
-                .map_err(|e| fail(git_error(e)))?
-            else {
+            let Some(now) = now.clone() else {
                 details.push(format!(
                     "{}{} was deleted (weft recorded it at {})",
                     label(&slot.name),
@@ -151,7 +164,7 @@ impl Isolation {
             hints.push(restore_command(repo, &integration, tip, Some(&now)));
         }
         if details.is_empty() {
-            return Ok(recorded);
+            return Ok(tips.into_iter().map(|(tip, _)| tip).collect());
         }
         Err(Foreign {
             detail: details.join("; "),
@@ -295,21 +308,26 @@ impl Isolation {
         ))
     }
 
-    /// The symlinks the task's branch adds that point outside its worktree, named.
-    pub(crate) fn outside_symlinks(&self, cut: &Cut) -> Result<Vec<String>, EngineError> {
+    /// The symlinks the attempt's work adds that point outside its worktree, named;
+    /// `tips`: the commit each part's work ended at (`None`: the branch's tip is read).
+    pub(crate) fn outside_symlinks(
+        &self,
+        cut: &Cut,
+        tips: &[Option<Oid>],
+    ) -> Result<Vec<String>, EngineError> {
         let mut found = Vec::new();
-        for part in &cut.parts {
+        for (part, tip) in cut.parts.iter().zip(tips) {
             let slot = &self.slots[part.slot];
-            let Some(tip) = slot
-                .repo
-                .rev_parse(&branch_ref(&cut.branch))
-                .map_err(git_error)?
-            else {
+            let tip = match tip {
+                Some(tip) => Some(tip.clone()),
+                None => slot
+                    .repo
+                    .rev_parse(&branch_ref(&cut.branch))
+                    .map_err(git_error)?,
+            };
+            let Some(tip) = tip.filter(|tip| *tip != part.cut_from) else {
                 continue;
             };
-            if tip == part.cut_from {
-                continue;
-            }
             for (path, target) in slot
                 .repo
                 .outside_symlinks(&part.cut_from, &tip)

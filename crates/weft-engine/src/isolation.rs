@@ -95,9 +95,13 @@ impl Cut {
 /// What collecting an attempt's work found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Collected {
-    /// Committed on its branch (the new commits, encoded as refs are; `None`: nothing
-    /// was left uncommitted).
-    Committed(Option<String>),
+    /// Committed on its branch: the new commits, encoded as refs are (`None`: nothing
+    /// was left uncommitted), and per part the commit its branch is at now (`None`: its
+    /// worktree was gone, after a crash).
+    Committed {
+        commits: Option<String>,
+        tips: Vec<Option<Oid>>,
+    },
     /// The worktree guard refused: the attempt fails with this reason.
     Refused(String),
 }
@@ -568,7 +572,8 @@ impl Isolation {
             return Ok(Collected::Refused(inspection.problems.join("; ")));
         }
         let mut commits = Vec::new();
-        for (part, intact) in cut.parts.iter().zip(inspection.intact) {
+        let mut tips = vec![None; cut.parts.len()];
+        for (index, (part, intact)) in cut.parts.iter().zip(inspection.intact).enumerate() {
             let slot = &self.slots[part.slot];
             // After a crash the worktree may already be gone; its branch holds the work then.
             let Some((worktree, head)) = intact else {
@@ -580,33 +585,55 @@ impl Isolation {
                     &part.links,
                 )
                 .map_err(git_error)?;
-            let tip = commit.clone().unwrap_or(head);
-            // weft sets the task branch itself, forward from where it was cut.
-            let reference = branch_ref(&cut.branch);
-            let current = slot.repo.ref_target(&reference).map_err(git_error)?;
-            if current.as_ref() != Some(&tip) {
-                let forward = match &current {
-                    None => true,
-                    Some(at) => {
-                        at == &part.cut_from
-                            || slot
-                                .repo
-                                .is_ancestor(at.as_str(), tip.as_str())
-                                .map_err(git_error)?
-                    }
-                };
-                if !forward {
-                    return Ok(Collected::Refused(format!(
-                        "the task branch {} was moved by something other than weft (to {}); its worktree's work is kept in {}",
-                        cut.branch,
-                        current.as_ref().map_or("nothing", |c| c.short()),
-                        part.path.display()
-                    )));
-                }
-                slot.repo
-                    .update_ref_cas(&reference, &tip, current.as_ref())
-                    .map_err(git_error)?;
+            let tip = commit.clone().unwrap_or(head.clone());
+            if head != part.cut_from
+                && !slot
+                    .repo
+                    .objects_complete(&head, &part.cut_from)
+                    .map_err(git_error)?
+            {
+                return Ok(Collected::Refused(format!(
+                    "the agent's commits on its worktree's HEAD ({}) name objects that are in no object store; its worktree is kept in {}",
+                    head.short(),
+                    part.path.display()
+                )));
             }
+            // weft sets the task branch itself, forward from where it was cut: one
+            // compare-and-swap from the cut in the common case.
+            let reference = branch_ref(&cut.branch);
+            match slot
+                .repo
+                .update_ref_cas(&reference, &tip, Some(&part.cut_from))
+            {
+                Ok(()) => {}
+                Err(weft_git::GitError::RefMoved { found, .. }) => {
+                    let forward = match &found {
+                        None => true,
+                        Some(at) => {
+                            at == &tip
+                                || slot
+                                    .repo
+                                    .is_ancestor(at.as_str(), tip.as_str())
+                                    .map_err(git_error)?
+                        }
+                    };
+                    if !forward {
+                        return Ok(Collected::Refused(format!(
+                            "the task branch {} was moved by something other than weft (to {}); its worktree's work is kept in {}",
+                            cut.branch,
+                            found.as_ref().map_or("nothing", |c| c.short()),
+                            part.path.display()
+                        )));
+                    }
+                    if found.as_ref() != Some(&tip) {
+                        slot.repo
+                            .update_ref_cas(&reference, &tip, found.as_ref())
+                            .map_err(git_error)?;
+                    }
+                }
+                Err(other) => return Err(git_error(other)),
+            }
+            tips[index] = Some(tip);
             commits.extend(commit.map(|c| {
                 if self.is_group() {
                     format!("{}={}", slot.name, c.as_str())
@@ -615,9 +642,10 @@ impl Isolation {
                 }
             }));
         }
-        Ok(Collected::Committed(
-            (!commits.is_empty()).then(|| commits.join(";")),
-        ))
+        Ok(Collected::Committed {
+            commits: (!commits.is_empty()).then(|| commits.join(";")),
+            tips,
+        })
     }
 
     /// Land the attempt's branch (committed by [`Isolation::commit`]) on the integration

@@ -238,6 +238,37 @@ impl Repo {
         Ok(Ok(worktree))
     }
 
+    /// Where each of `references` (full names) points, in one git call (`git
+    /// for-each-ref`): `None` for one that does not exist.
+    pub fn ref_targets(&self, references: &[&str]) -> Result<Vec<Option<Oid>>, GitError> {
+        for reference in references {
+            self.check_full_ref(reference)?;
+        }
+        let call = self
+            .read()
+            .args(["for-each-ref", "--format=%(objectname) %(refname)"])
+            .args(references);
+        let out = call.run()?;
+        let text = out.text();
+        let found: Vec<(&str, &str)> = text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .collect();
+        references
+            .iter()
+            .map(|reference| {
+                found
+                    .iter()
+                    .find(|(_, name)| name == reference)
+                    .map(|(oid, _)| {
+                        Oid::parse(oid)
+                            .ok_or_else(|| call.unexpected(format!("{oid:?} is not an object id")))
+                    })
+                    .transpose()
+            })
+            .collect()
+    }
+
     /// Compare-and-swap several refs in one atomic transaction (`git update-ref
     /// --stdin`): each `(ref, new, expected)` moves only if every ref is where expected
     /// (`None`: does not exist); otherwise none moves and the first one found elsewhere is
@@ -478,7 +509,38 @@ fn holds_objects(objects: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::escapes;
-    use std::path::Path;
+    use proptest::prelude::*;
+    use std::path::{Path, PathBuf};
+
+    fn names() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec("[a-z]{1,4}", 0..4)
+    }
+
+    proptest! {
+        /// Descending only never escapes; climbing one level more than the link is deep
+        /// always does, whatever follows; an absolute target always does.
+        #[test]
+        fn escaping_is_decided_by_how_far_a_target_climbs(
+            dirs in names(), down in names(), extra in 0usize..3,
+        ) {
+            let link: PathBuf = dirs.iter().chain(std::iter::once(&"l".to_owned())).collect();
+            let descending: PathBuf = down.iter().collect();
+            prop_assert!(!escapes(&link, &descending));
+            let mut climbing = PathBuf::new();
+            for _ in 0..dirs.len() + 1 + extra {
+                climbing.push("..");
+            }
+            climbing.push(descending.clone());
+            prop_assert!(escapes(&link, &climbing));
+            let mut staying = PathBuf::new();
+            for _ in 0..dirs.len() {
+                staying.push("..");
+            }
+            staying.push(descending.clone());
+            prop_assert!(!escapes(&link, &staying));
+            prop_assert!(escapes(&link, &Path::new("/").join(&descending)));
+        }
+    }
 
     #[test]
     fn symlinks_escape_when_absolute_or_climbing_above_the_root() {

@@ -110,13 +110,13 @@ pub(crate) fn land(
             files: markers_left,
         });
     }
-    match executor.collect(cut, task) {
-        Ok(Collected::Committed(_)) => {}
+    let tips = match executor.collect(cut, task) {
+        Ok(Collected::Committed { tips, .. }) => tips,
         Ok(Collected::Refused(reason)) => return Outcome::Failed(reason),
         Err(e) => return Outcome::Landing(failed(&e)),
-    }
+    };
     if !allow_links {
-        match iso.outside_symlinks(cut) {
+        match iso.outside_symlinks(cut, &tips) {
             Ok(links) if links.is_empty() => {}
             Ok(links) => {
                 return Outcome::Failed(format!(

@@ -195,6 +195,12 @@ fn several_refs_move_together_or_not_at_all() {
     .unwrap();
     assert_eq!(fx.oid("refs/weft/x/a"), next);
     assert_eq!(fx.oid("refs/weft/x/b"), next);
+    // Read back in one call; a missing ref (or a mere prefix of one) is `None`.
+    assert_eq!(
+        repo.ref_targets(&["refs/weft/x/b", "refs/weft/x", "refs/weft/x/a"])
+            .unwrap(),
+        [Some(next.clone()), None, Some(next)]
+    );
 }
 
 #[test]
