@@ -475,11 +475,21 @@ impl Isolation {
         let mut parts = Vec::new();
         for (index, (slot, tip)) in self.slots.iter().zip(tips).enumerate() {
             let path = self.slot_path(&folder, slot);
-            reclaim_unrecorded(&slot.repo, &path, &branch)?;
-            let made = slot
-                .repo
-                .add_attempt_worktree(&path, &branch, &tip)
-                .map_err(git_error)?;
+            // Something standing at this attempt's name is reclaimed only when it is in
+            // the way (no git call is spent looking for it first).
+            let made = match slot.repo.add_attempt_worktree(&path, &branch, &tip) {
+                Ok(made) => made,
+                Err(
+                    weft_git::GitError::BranchExists { .. }
+                    | weft_git::GitError::WorktreePath { .. },
+                ) => {
+                    reclaim_unrecorded(&slot.repo, &path, &branch)?;
+                    slot.repo
+                        .add_attempt_worktree(&path, &branch, &tip)
+                        .map_err(git_error)?
+                }
+                Err(other) => return Err(git_error(other)),
+            };
             let mut links = Vec::new();
             if let Runnable::Link(patterns) = runnable {
                 for entry in linkable(slot.repo.root(), patterns) {
