@@ -595,19 +595,28 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
         text(&text_status.stdout)
     );
 
-    // `weft stop` ends what the dead engine left running (the tasks' shells).
+    // `weft stop` ends what the dead engine left running (the tasks' shells). Two
+    // mechanisms race here on purpose: each attempt's supervisor ends its processes by
+    // itself within 5 s of the engine's death (its lifeline), and `weft stop` ends what is
+    // still there. On a loaded machine the lifeline may win for one task or both, so the
+    // count `weft stop` reports is 1 or 2 — or, when both already ended, it says there is
+    // nothing to stop. Either way nothing of the run may be alive afterwards.
     let state = space.work().join(".weft");
-    assert!(
-        !processes_in(&state).is_empty(),
-        "the tasks' processes already ended"
-    );
     let stop = space.weft(&["stop"]).output().unwrap();
-    assert!(stop.status.success(), "{}", text(&stop.stderr));
-    assert!(
-        text(&stop.stdout).contains("no engine is running; ended 2"),
-        "{}",
-        text(&stop.stdout)
-    );
+    let stdout = text(&stop.stdout);
+    if stop.status.success() {
+        assert!(
+            stdout.contains("no engine is running; ended 2")
+                || stdout.contains("no engine is running; ended 1"),
+            "{stdout}"
+        );
+    } else {
+        assert!(
+            text(&stop.stderr).contains("no run of this plan is active"),
+            "{}",
+            text(&stop.stderr)
+        );
+    }
     assert_eq!(processes_in(&state), Vec::<String>::new());
 
     // The next run: the idle attempt's cut is gone, the busy one's is kept and listed.
