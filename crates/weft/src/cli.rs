@@ -6,8 +6,8 @@ use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
     approvals, cancel, complete, completions, config, demo, events, force_start, handoff, init,
-    log, man, manual, plan, prompt, rearm, repair, retry, run, runners, sessions, skip, status,
-    stop, task, transcript, uncomplete,
+    log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve, sessions, skip,
+    status, stop, task, transcript, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -98,6 +98,8 @@ pub enum Command {
     Man(man::Args),
     /// Print the plan's event log; `weft events schema` prints the events' JSON Schema.
     Events(events::Args),
+    /// Serve the workspace's local API, live events and dashboard on 127.0.0.1.
+    Serve(serve::Args),
 }
 
 /// Whether the command being run was given `--json` (every command that reports something

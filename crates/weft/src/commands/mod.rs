@@ -21,6 +21,7 @@ pub mod repair;
 pub mod retry;
 pub mod run;
 pub mod runners;
+pub mod serve;
 pub mod sessions;
 pub mod skip;
 pub mod status;
@@ -64,6 +65,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Events(args) => events::run(args, globals),
+        Command::Serve(args) => serve::run(args, globals),
     }
 }
 

@@ -82,3 +82,25 @@ fn the_binary_depends_on_the_engine_and_on_neither_the_agents_nor_git() {
         );
     }
 }
+
+#[test]
+fn the_server_depends_on_the_engine_store_and_core_and_on_neither_the_bin_nor_the_agents_nor_git() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dependencies = normal_dependencies(
+        &manifest(&root.join("../weft-server/Cargo.toml")),
+        &manifest(&root.join("../../Cargo.toml")),
+    );
+    for used in ["weft-engine", "weft-core", "weft-store"] {
+        assert!(
+            dependencies.iter().any(|d| d == used),
+            "{used} missing from {dependencies:?}"
+        );
+    }
+    for crate_name in BEHIND_THE_ENGINE.iter().chain(&["weft"]) {
+        assert!(
+            !dependencies.iter().any(|d| d == crate_name),
+            "crates/weft-server depends on {crate_name}; the bin hands it what it needs \
+             through weft_server::Host, and agents and git are reached through the engine"
+        );
+    }
+}
