@@ -99,10 +99,6 @@ pub struct Subscription {
 }
 
 impl Hub {
-    pub fn new(host: Arc<dyn Host>) -> Hub {
-        Hub::with_buffer(host, CLIENT_BUFFER)
-    }
-
     pub fn with_buffer(host: Arc<dyn Host>, buffer: usize) -> Hub {
         Hub {
             host,

@@ -108,6 +108,9 @@ pub struct ServerConfig {
     pub port: u16,
     /// Addresses other than loopback (`--listen`); empty: 127.0.0.1 and ::1.
     pub listen: Vec<std::net::IpAddr>,
+    /// Messages buffered per event stream before a slow client is dropped
+    /// (default [`events::CLIENT_BUFFER`]).
+    pub client_buffer: usize,
 }
 
 /// A started server.
@@ -158,7 +161,12 @@ pub fn start(host: Arc<dyn Host>, config: ServerConfig) -> ApiResult<RunningServ
     let token = random_secret();
     let login_code = random_secret();
     let gate = admission::Gate::new(token.clone(), login_code.clone(), &addresses);
-    let app = Arc::new(api::App::new(host, gate, config.workspace.clone()));
+    let app = Arc::new(api::App::new(
+        host,
+        gate,
+        config.workspace.clone(),
+        config.client_buffer,
+    ));
     state::write(&config.state_dir, port, &token)?;
     let handler: http::Handler = Arc::new(move |request| app.handle(request));
     let mut accept_threads = Vec::new();

@@ -451,9 +451,9 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    pub fn new(host: Arc<dyn Host>, gate: Gate, workspace: PathBuf) -> App {
+    pub fn new(host: Arc<dyn Host>, gate: Gate, workspace: PathBuf, client_buffer: usize) -> App {
         App {
-            events: events::Hub::new(host.clone()),
+            events: events::Hub::with_buffer(host.clone(), client_buffer),
             runs: runs::Runs::default(),
             host,
             gate,

@@ -275,9 +275,13 @@ fn task_of(app: &App, call: &Call) -> ApiResult<(Store, Plan, usize)> {
 
 pub(super) fn prompt(app: &App, call: &Call) -> ApiResult {
     let (_, plan, _) = task_of(app, call)?;
-    let config = app
-        .host
-        .engine_config(&plan.id, &crate::RunOptions::default())?;
+    // As `weft prompt N`: the preview of a shared run (the CLI builds its configuration
+    // without the isolation choice of `weft run`).
+    let options = crate::RunOptions {
+        without_isolation: true,
+        ..crate::RunOptions::default()
+    };
+    let config = app.host.engine_config(&plan.id, &options)?;
     let preview = weft_engine::preview::preview(&config, &plan, call.param("task"))?;
     Ok(Response::json(200, &preview))
 }

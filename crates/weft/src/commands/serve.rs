@@ -44,6 +44,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         workspace: ctx.workspace.root.clone(),
         port: args.port,
         listen: args.listen,
+        // A test seam: a tiny buffer makes a slow client easy to produce.
+        client_buffer: std::env::var("WEFT_TEST_SSE_BUFFER")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(weft_server::events::CLIENT_BUFFER),
     };
     let server = weft_server::start(Arc::new(BinHost { ctx }), config).map_err(api_to_cli)?;
     let url = server.login_url();

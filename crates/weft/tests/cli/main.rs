@@ -17,6 +17,7 @@ mod layering;
 mod plan;
 mod planner;
 mod runner_approvals;
+mod serve;
 mod sessions;
 mod store_errors;
 mod task;
