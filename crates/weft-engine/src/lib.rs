@@ -27,6 +27,7 @@ pub mod planning;
 pub mod preview;
 pub mod repository;
 pub mod runners;
+pub mod task_diff;
 pub mod transcripts;
 pub use weft_core::secrets;
 

@@ -279,6 +279,15 @@ pub static ROUTES: &[Route] = &[
         tasks::log
     ),
     route!(
+        "GET",
+        "/api/plans/{plan}/tasks/{task}/diff",
+        "what the task's latest attempt with work changed, by file (?attempt=K)",
+        N,
+        Json,
+        200,
+        tasks::diff
+    ),
+    route!(
         "POST",
         "/api/plans/{plan}/tasks/{task}/review",
         "review comments; request_changes re-arms the task with them as review notes",

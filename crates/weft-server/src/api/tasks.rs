@@ -349,6 +349,25 @@ pub(super) fn log(app: &App, call: &Call) -> ApiResult {
     crate::output::read(&store, &attempt.id, call.request)
 }
 
+pub(super) fn diff(app: &App, call: &Call) -> ApiResult {
+    let (store, plan, index) = task_of(app, call)?;
+    let task = &plan.tasks[index];
+    let attempts = match call.request.query("attempt") {
+        Some(number) => vec![attempt_of(&store, &plan, index, Some(number))?],
+        None => store.attempts_of_task(&plan.id, &task.id)?,
+    };
+    for attempt in attempts.iter().rev() {
+        if let Some(diff) = weft_engine::task_diff::of_attempt(&app.workspace, attempt)? {
+            return Ok(Response::json(200, &diff));
+        }
+    }
+    Err(ApiError::not_found(format!(
+        "task #{} {:?} has no work to show: no attempt of it landed or kept a branch",
+        task.order, task.id
+    ))
+    .hint("a task's diff exists once it ran in an isolated run"))
+}
+
 /// One review comment on a line of the task's diff.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -138,3 +138,51 @@ fn request_changes_re_arms_the_task_with_the_comments_appended_as_review_notes()
     );
     assert_eq!(weft.status_json()["plan"]["tasks"][0]["status"], "pending");
 }
+
+#[test]
+fn an_isolated_runs_task_diff_and_handoff_review_merge_and_cleanup_work_over_the_api() {
+    let weft = Weft::new();
+    exec_plan(&weft, "echo hello > a.txt", "echo two > b.txt");
+    let served = Served::start(&weft);
+    served.post("/api/runs", &json!({})).expect(202);
+    assert!(eventually(Duration::from_secs(30), || {
+        served.get("/api/runs/current").json()["running"] == false
+    }));
+    assert_eq!(
+        task_status(&weft, 1),
+        "completed",
+        "{}",
+        served.get("/api/runs/current").body
+    );
+    let diff = served
+        .get("/api/plans/current/tasks/1/diff")
+        .expect(200)
+        .json();
+    assert_eq!(diff["landed"], true);
+    assert_eq!(diff["files"].as_array().unwrap().len(), 1, "{diff}");
+    assert_eq!(diff["files"][0]["path"], "a.txt");
+    assert_eq!(diff["files"][0]["status"], "added");
+    assert!(
+        diff["files"][0]["patch"]
+            .as_str()
+            .unwrap()
+            .contains("+hello")
+    );
+    let review = served.get("/api/handoff/review").expect(200).json();
+    assert!(
+        review["text"].as_str().unwrap().contains("b.txt"),
+        "{review}"
+    );
+    served.post("/api/handoff/cleanup", &json!({})).expect(200);
+    served.post("/api/handoff/merge", &json!({})).expect(400);
+    let merged = served
+        .post("/api/handoff/merge", &json!({"confirm": true}))
+        .expect(200)
+        .json();
+    assert_eq!(merged["step"], "merge");
+    assert!(weft.work().join("a.txt").exists() && weft.work().join("b.txt").exists());
+    // Handed off: nothing is left to merge.
+    served
+        .post("/api/handoff/merge", &json!({"confirm": true}))
+        .expect(409);
+}
