@@ -123,6 +123,7 @@ pub struct RunningServer {
     /// The one-time code of the login URL.
     pub login_code: String,
     accept_threads: Vec<std::thread::JoinHandle<()>>,
+    app: Arc<api::App>,
 }
 
 impl RunningServer {
@@ -132,6 +133,19 @@ impl RunningServer {
             "http://127.0.0.1:{}/login?code={}",
             self.port, self.login_code
         )
+    }
+
+    /// Wait (at most `limit`) until the runs this server started have ended; true when
+    /// none is left. The front end calls it after it raised the engines' interrupt.
+    pub fn finish_runs(&self, limit: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        while self.app.runs.active() {
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        true
     }
 
     /// Serve until the process ends.
@@ -168,7 +182,10 @@ pub fn start(host: Arc<dyn Host>, config: ServerConfig) -> ApiResult<RunningServ
         config.client_buffer,
     ));
     state::write(&config.state_dir, port, &token)?;
-    let handler: http::Handler = Arc::new(move |request| app.handle(request));
+    let handler: http::Handler = {
+        let app = app.clone();
+        Arc::new(move |request| app.handle(request))
+    };
     let mut accept_threads = Vec::new();
     for listener in listeners {
         accept_threads.push(http::serve(listener, handler.clone())?);
@@ -179,6 +196,7 @@ pub fn start(host: Arc<dyn Host>, config: ServerConfig) -> ApiResult<RunningServ
         token,
         login_code,
         accept_threads,
+        app,
     })
 }
 

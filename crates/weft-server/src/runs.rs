@@ -44,6 +44,17 @@ pub struct Runs {
     slots: Mutex<HashMap<String, Slot>>,
 }
 
+impl Runs {
+    /// Whether a run this server started is still going.
+    pub fn active(&self) -> bool {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .any(|s| s.thread.as_ref().is_some_and(|t| !t.is_finished()))
+    }
+}
+
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanRef {

@@ -72,6 +72,10 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     while !weft_engine::interrupted(Some(&interrupt)) {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    // The runs it started stop their agents on the same flag; give them time to record it.
+    if !server.finish_runs(std::time::Duration::from_secs(20)) {
+        note("weft serve: a run did not stop within 20 s; `weft run` continues it");
+    }
     weft_server::state::remove(&state_dir);
     Ok(())
 }
@@ -123,7 +127,8 @@ impl Host for BinHost {
             status: 409,
             ..cli_to_api(e)
         })?;
-        self.ctx
+        let mut config = self
+            .ctx
             .engine_config(
                 plan_id,
                 context::RunOptions {
@@ -134,7 +139,10 @@ impl Host for BinHost {
                     retry_failed: options.retry_failed,
                 },
             )
-            .map_err(cli_to_api)
+            .map_err(cli_to_api)?;
+        // Ctrl-C on `weft serve` stops its runs as it stops `weft run`'s.
+        config.supervision.interrupt = Some(crate::interrupt::install());
+        Ok(config)
     }
 
     fn registry(&self) -> Registry {

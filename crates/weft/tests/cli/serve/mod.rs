@@ -94,6 +94,15 @@ impl Served {
         self.child.id()
     }
 
+    /// Send SIGINT (Ctrl-C) and wait for the process to end; its exit status.
+    pub fn interrupt(&mut self) -> std::process::ExitStatus {
+        std::process::Command::new("kill")
+            .args(["-INT", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }

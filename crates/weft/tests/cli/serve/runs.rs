@@ -186,3 +186,22 @@ fn an_isolated_runs_task_diff_and_handoff_review_merge_and_cleanup_work_over_the
         .post("/api/handoff/merge", &json!({"confirm": true}))
         .expect(409);
 }
+
+#[test]
+fn ctrl_c_on_the_server_stops_its_runs_agents_and_removes_its_files() {
+    let weft = Weft::new();
+    exec_plan(&weft, "sleep 30", "echo two");
+    let mut served = Served::start(&weft);
+    served
+        .post("/api/runs", &json!({"without_isolation": true}))
+        .expect(202);
+    assert!(eventually(Duration::from_secs(10), || task_status(
+        &weft, 0
+    ) == "in_progress"));
+    let started = std::time::Instant::now();
+    assert!(served.interrupt().success());
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(task_status(&weft, 0), "interrupted");
+    assert!(!weft.work().join(".weft/server.json").exists());
+    assert!(!weft.work().join(".weft/server.token").exists());
+}
