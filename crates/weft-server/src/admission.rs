@@ -214,3 +214,113 @@ fn same(a: &str, b: &str) -> bool {
             .fold(0u8, |diff, (x, y)| diff | (x ^ y))
             == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn gate() -> Gate {
+        let address: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        Gate::new("t".repeat(64), "c".repeat(64), &[address])
+    }
+
+    fn request(method: &str, headers: &[(&str, &str)], body: &str) -> Request {
+        Request {
+            method: method.into(),
+            path: "/api/plans".into(),
+            query: Vec::new(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), (*v).to_owned()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+            local: "127.0.0.1:4000".parse().unwrap(),
+        }
+    }
+
+    fn status(admitted: Admitted) -> u16 {
+        match admitted {
+            Admitted::Yes(_) => 200,
+            Admitted::Answer(response) => response.status,
+        }
+    }
+
+    proptest! {
+        /// Whatever else a request carries, a Host that is not the server's own is 421.
+        #[test]
+        fn any_foreign_host_is_refused_with_421(host in "[a-z0-9.:\\[\\]-]{0,40}", method in "GET|POST|PUT|PATCH|DELETE") {
+            prop_assume!(!gate().hosts().iter().any(|h| h.eq_ignore_ascii_case(&host)));
+            let token = format!("Bearer {}", "t".repeat(64));
+            let admitted = gate().admit(&request(&method, &[("Host", &host), ("Authorization", &token)], ""));
+            prop_assert_eq!(status(admitted), 421);
+        }
+
+        /// Any token but the right one is 401, by header or by cookie.
+        #[test]
+        fn any_wrong_token_is_refused_with_401(token in "[ -~]{0,80}") {
+            prop_assume!(token != "t".repeat(64));
+            let bearer = format!("Bearer {token}");
+            let cookie = format!("{COOKIE}={token}");
+            for header in [("Authorization", bearer.as_str()), ("Cookie", cookie.as_str())] {
+                let admitted = gate().admit(&request("GET", &[("Host", "127.0.0.1:4000"), header], ""));
+                prop_assert_eq!(status(admitted), 401);
+            }
+        }
+    }
+
+    #[test]
+    fn the_right_token_with_the_own_host_and_origin_is_admitted_and_a_cookie_write_needs_the_origin()
+     {
+        let token = format!("Bearer {}", "t".repeat(64));
+        let cookie = format!("{COOKIE}={}", "t".repeat(64));
+        let own = [
+            ("Host", "localhost:4000"),
+            ("Origin", "http://127.0.0.1:4000"),
+        ];
+        fn with<'a>(
+            own: &[(&'a str, &'a str)],
+            extra: &[(&'a str, &'a str)],
+        ) -> Vec<(&'a str, &'a str)> {
+            let mut headers = own.to_vec();
+            headers.extend_from_slice(extra);
+            headers
+        }
+        assert_eq!(
+            status(gate().admit(&request(
+                "GET",
+                &with(&own, &[("Authorization", &token)]),
+                ""
+            ))),
+            200
+        );
+        let json = ("Content-Type", "application/json");
+        assert_eq!(
+            status(gate().admit(&request(
+                "POST",
+                &with(&own, &[("Cookie", &cookie), json]),
+                "{}"
+            ))),
+            200
+        );
+        let no_origin = [
+            ("Host", "127.0.0.1:4000"),
+            ("Cookie", cookie.as_str()),
+            json,
+        ];
+        assert_eq!(
+            status(gate().admit(&request("POST", &no_origin, "{}"))),
+            403
+        );
+        let form = ("Content-Type", "text/plain");
+        assert_eq!(
+            status(gate().admit(&request(
+                "POST",
+                &with(&own, &[("Authorization", &token), form]),
+                "x"
+            ))),
+            415
+        );
+    }
+}

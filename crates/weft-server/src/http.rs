@@ -433,3 +433,37 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn encode(text: &str) -> String {
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Decoding what was percent-encoded gives back the text.
+        #[test]
+        fn percent_decoding_inverts_percent_encoding(text in "\\PC{0,40}") {
+            prop_assert_eq!(percent_decode(&encode(&text)), text);
+        }
+
+        /// Any query string parses without panicking into at most one pair per `&` part.
+        #[test]
+        fn any_query_parses(query in "[ -~]{0,80}") {
+            let pairs = parse_query(&query);
+            prop_assert!(pairs.len() <= query.split('&').count());
+        }
+    }
+}
