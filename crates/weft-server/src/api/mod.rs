@@ -198,6 +198,15 @@ pub static ROUTES: &[Route] = &[
         tasks::add
     ),
     route!(
+        "GET",
+        "/api/plans/{plan}/tasks/{task}",
+        "a task as stored, every field (= what weft task edit --json prints)",
+        N,
+        Json,
+        200,
+        tasks::show
+    ),
+    route!(
         "PATCH",
         "/api/plans/{plan}/tasks/{task}",
         "change fields of a task (= weft task edit --json)",

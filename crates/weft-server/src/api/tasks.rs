@@ -273,6 +273,11 @@ fn task_of(app: &App, call: &Call) -> ApiResult<(Store, Plan, usize)> {
     Ok((store, plan, index))
 }
 
+pub(super) fn show(app: &App, call: &Call) -> ApiResult {
+    let (_, plan, index) = task_of(app, call)?;
+    Ok(Response::json(200, &plan.tasks[index]))
+}
+
 pub(super) fn prompt(app: &App, call: &Call) -> ApiResult {
     let (_, plan, _) = task_of(app, call)?;
     // As `weft prompt N`: the preview of a shared run (the CLI builds its configuration

@@ -78,6 +78,10 @@ fn task_edits_are_validated_like_the_cli_and_stored_for_every_terminal() {
         .expect(200)
         .json();
     assert_eq!(edited["prompt"], "Write docs/LIMITS.md");
+    assert_eq!(
+        served.get("/api/plans/current/tasks/5").expect(200).json(),
+        edited
+    );
     served
         .send(
             "PUT",
