@@ -31,16 +31,15 @@
     hold: "Hold", release: "Release", skip: "Skip", "force-start": "Force start", cancel: "Cancel",
     uncomplete: "Uncomplete", retry: "Retry", complete: "Mark complete", repair: "Repair",
   };
-  const FIELDS = [
-    ["title", "Title", "input"],
-    ["prompt", "Prompt", "textarea"],
-    ["runner", "Runner", "input"],
-    ["model", "Model", "input"],
-    ["effort", "Effort", "input"],
-    ["mode", "Mode", "input"],
-    ["checks", "Checks (one command a line)", "textarea"],
-    ["deps", "Depends on (order numbers)", "input"],
-  ];
+  // The fields of `weft task edit`, by kind: [key, label, input, list?].
+  const COMMON_HEAD = [["title", "Title", "input"], ["description", "Description", "textarea"]];
+  const COMMON_TAIL = [["checks", "Checks (one command a line)", "textarea", true], ["deps", "Depends on (order numbers)", "input"]];
+  const FIELDS = {
+    ai: [...COMMON_HEAD, ["prompt", "Prompt", "textarea"], ["runner", "Runner", "input"], ["model", "Model", "input"], ["effort", "Effort", "input"], ["mode", "Mode", "input"], ...COMMON_TAIL],
+    ops: [...COMMON_HEAD, ["command", "Command", "textarea"], ...COMMON_TAIL],
+    manual: [...COMMON_HEAD, ["steps", "Steps (one a line)", "textarea", true], ["deps", "Depends on (order numbers)", "input"]],
+  };
+  const fieldsOf = (kind) => FIELDS[kind] || FIELDS.ai;
 
   function attemptClass(status) {
     return { running: "in_progress", passed: "completed", failed: "failed", interrupted: "interrupted", cancelled: "cancelled" }[status] || "pending";
@@ -274,42 +273,38 @@
       const t = this.task;
       const form = clear(this.els.fields);
       this.dirty = false;
-      let prompt = "";
+      let stored;
       try {
-        const preview = await api("GET", this.taskPath("/prompt"));
-        prompt = (preview && preview.prompt) || "";
+        stored = await api("GET", this.taskPath());
       } catch (err) {
-        prompt = "";
+        put(form, h("p.error", err.message));
+        return;
       }
-      if (this.task !== t && this.task.id !== t.id) return;
+      if (!this.task || this.task.id !== t.id) return;
       const canEdit = editable(this.task);
-      const values = {
-        title: t.title,
-        prompt,
-        runner: t.runner || "",
-        model: t.model || "",
-        effort: t.effort || "",
-        mode: t.mode || "",
-        checks: (t.checks || []).join("\n"),
-        deps: (t.dependencies || []).map((id) => this.app.orderOf(id)).join(","),
-      };
+      const text = (v) => (v === null || v === undefined ? "" : String(v));
+      const values = {};
+      for (const [key, , , list] of fieldsOf(stored.kind)) {
+        if (key === "deps") values.deps = (stored.dependencies || []).map((id) => this.app.orderOf(id)).join(",");
+        else values[key] = list ? (stored[key] || []).join("\n") : text(stored[key]);
+      }
       this.original = values;
-      clear(form);
-      for (const [key, label, kind] of FIELDS) {
+      this.kind = stored.kind;
+      for (const [key, label, kind] of fieldsOf(stored.kind)) {
         const input = h(kind === "textarea" ? "textarea" : "input", {
           name: key,
-          value: values[key],
-          rows: key === "prompt" ? 8 : 3,
+          rows: key === "prompt" || key === "command" ? 8 : 3,
           spellcheck: "false",
           on: { input: () => (this.dirty = true) },
         });
-        if (kind === "textarea") input.value = values[key];
+        input.value = values[key];
         put(form, h("label.field", h("span", label), input));
       }
       const note = canEdit
-        ? "Edits are validated by the server exactly like `weft task edit`."
+        ? "Edits are validated by the server exactly like `weft task edit`; an empty optional field is cleared."
         : "This task has run: saving re-arms it with the new fields (like `weft rearm`).";
-      put(form, 
+      put(
+        form,
         h("p.muted", note),
         h("div.actions", h("button.primary#save-task", { type: "submit" }, canEdit ? "Save" : "Re-arm with changes"), h("span.form-error"))
       );
@@ -319,10 +314,10 @@
       const form = this.els.fields;
       const body = {};
       let deps = null;
-      for (const [key] of FIELDS) {
+      for (const [key, , , list] of fieldsOf(this.kind)) {
         const value = form.elements[key].value;
         if (value === this.original[key]) continue;
-        if (key === "checks") body.checks = value.split("\n").map((s) => s.trim()).filter(Boolean);
+        if (list) body[key] = value.split("\n").map((s) => s.trim()).filter(Boolean);
         else if (key === "deps") deps = value.split(/[ ,]+/).filter(Boolean).map((s) => s.replace(/^#/, ""));
         else body[key] = value;
       }

@@ -30,20 +30,30 @@
           )
         )
       );
+      const list = plans.length
+        ? table(["id", "goal", "status", "tasks", "updated", ""], rows)
+        : h("p.muted", "no plan yet: import one below or run `weft plan \"goal\"`");
+      // A refresh replaces the list only: what a person is typing in the import box stays.
+      const existing = root.querySelector(".plans-list");
+      if (existing && root.querySelector("#import-text")) {
+        put(clear(existing), list);
+        return;
+      }
       const text = h("textarea#import-text", { rows: 10, spellcheck: "false", placeholder: 'goal = "…"\nrunner = "claude-code"\n\n[[tasks]]\ntitle = "…"\nprompt = "…"' });
-      put(clear(root), 
+      put(
+        clear(root),
         h("h2", "Plans of this workspace"),
-        plans.length ? table(["id", "goal", "status", "tasks", "updated", ""], rows) : h("p.muted", "no plan yet: import one below or run `weft plan \"goal\"`"),
+        h("div.plans-list", list),
         h("h3", "Import a workflow file"),
         text,
         h(
           "div.actions",
-          h("button.primary", {
+          h("button.primary#import-plan", {
             on: {
               click: async () => {
                 try {
                   const made = await api("POST", "/api/plans", { workflow: text.value });
-                  Weft.toast("ok", "plan imported");
+                  Weft.toast("ok", "plan imported", made && made.warnings && made.warnings.length ? made.warnings.join("\n") : null);
                   text.value = "";
                   await app.refreshPlans();
                   const id = made && (made.id || (made.plan && made.plan.id));
@@ -62,10 +72,12 @@
       const asks = await api("GET", "/api/approvals");
       app.setApprovals(asks);
       const now = Date.now();
+      // A re-render (another question arrived) keeps the scopes a person was editing.
+      const typed = new Map(Array.from(root.querySelectorAll(".ask"), (el) => [el.dataset.ask, el.querySelector("input.scope").value]));
       put(clear(root), h("h2", "Approvals"));
       if (!asks.length) return put(root, h("p.muted", "nothing is waiting for you"));
       for (const ask of asks) {
-        const scope = h("input.scope", { value: widerScope(ask.scope), "aria-label": "wider scope" });
+        const scope = h("input.scope", { value: typed.get(String(ask.id)) || widerScope(ask.scope), "aria-label": "wider scope" });
         const answer = async (allow, withScope) => {
           try {
             if (allow) await api("POST", `/api/approvals/${ask.id}/allow`, withScope ? { scope: scope.value } : {});

@@ -467,7 +467,7 @@ fn markup_in_a_title_or_in_agent_output_is_shown_as_text_and_never_runs() {
             json!([text.arg(), workflow]),
         ),
     );
-    click(&browser, "#view-plans button.primary");
+    click(&browser, "#import-plan");
     let shown = check(
         &browser,
         "the imported plan's graph",
