@@ -186,6 +186,38 @@ fn a_person_runs_a_plan_from_the_dashboard_from_login_to_handoff() {
             Ok((value.as_str() == Some("printf 'bye\n' > farewell.txt")).then_some(field))
         }),
     );
+    // A dependency on a later task is refused by the server with the CLI's own words.
+    let deps = check(
+        &browser,
+        "the deps field",
+        browser.wait_for("#panel input[name='deps']", WAIT),
+    );
+    check(&browser, "clear the deps", browser.clear(&deps));
+    check(&browser, "type a later task", browser.type_text(&deps, "3"));
+    click(&browser, "#save-task");
+    let shown = check(
+        &browser,
+        "the refusal in the form",
+        browser.wait("the form's error", WAIT, || {
+            let el = browser.find_all("#panel .form-error")?;
+            let text = match el.first() {
+                Some(el) => browser.text(el)?,
+                None => String::new(),
+            };
+            Ok((!text.is_empty()).then_some(text))
+        }),
+    );
+    let cli = ws.refused(&["task", "deps", "2", "3"]);
+    assert!(
+        shown.starts_with(cli["error"].as_str().unwrap()),
+        "the page says {shown:?}, the CLI {cli}"
+    );
+    check(&browser, "clear the deps", browser.clear(&deps));
+    check(
+        &browser,
+        "type the deps back",
+        browser.type_text(&deps, "1"),
+    );
     check(&browser, "clear the prompt", browser.clear(&prompt));
     check(
         &browser,

@@ -69,6 +69,15 @@ impl Workspace {
         String::from_utf8(stdout).unwrap()
     }
 
+    /// Run `weft ARGS --json`, which must fail; its JSON error from stderr.
+    pub fn refused(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let output = self.command(&all).output().unwrap();
+        assert!(!output.status.success(), "weft {args:?} succeeded");
+        serde_json::from_slice(&output.stderr).unwrap()
+    }
+
     pub fn json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.push("--json");

@@ -23,7 +23,7 @@ const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// Where Debian puts them; `WEFT_CHROMIUM` / `WEFT_CHROMEDRIVER` override.
 fn program(var: &str, default: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(var) {
-        return Some(PathBuf::from(path));
+        return Some(PathBuf::from(path)).filter(|p| p.is_file());
     }
     if Path::new(default).exists() {
         return Some(PathBuf::from(default));
