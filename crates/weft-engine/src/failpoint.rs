@@ -17,6 +17,11 @@
 //! | `landing_journaled` | a passed attempt's `landing_started` is stored, nothing landed yet |
 //! | `landing_ref_moved` | the integration ref moved (or the work was found merged), the landing is not recorded yet |
 //! | `landing_recorded` | the landing and the task's new status are stored |
+//! | `handoff_journaled` | `weft handoff merge` journaled its merge, no checkout touched yet |
+//! | `handoff_indexed` | a checkout's deleted files are gone and its index holds the merge's entries |
+//! | `handoff_wrote` | a chunk of a checkout's files is written (`:<n>`: the n-th chunk) |
+//! | `handoff_moved` | a checkout's branch moved to the merge, the journal is still there |
+//! | `handoff_journal_removed` | every checkout is merged and the journal removed; worktrees and the run not yet cleaned up |
 
 /// Die here if the test asked for it (a no-op without the `failpoints` feature).
 #[cfg(not(feature = "failpoints"))]

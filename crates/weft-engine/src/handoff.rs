@@ -4,14 +4,22 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use weft_core::event::{Event, EventKind};
 use weft_core::{Run, RunStatus};
-use weft_git::Oid;
+use weft_git::{ApplyStep, Oid, Prepared, PreparedMerge};
 use weft_store::Store;
 
+use crate::Interrupt;
 use crate::engine::now;
 use crate::error::EngineError;
 use crate::isolation::{Isolation, decode, git_error};
+
+pub mod journal;
+
+pub use weft_git::MergeOutcome;
+
+use journal::{JournalRepo, MergeJournal};
 
 /// The run a handoff acts on and its repositories.
 #[derive(Debug)]
@@ -23,6 +31,8 @@ pub struct Handoff {
     ends: Vec<(Oid, Oid)>,
     /// The task branches the run's attempts worked on.
     task_branches: Vec<String>,
+    /// The workspace's `.weft`, where the merge journal lives.
+    state_dir: PathBuf,
 }
 
 fn refuse(detail: impl Into<String>, hint: impl Into<String>) -> EngineError {
@@ -95,6 +105,7 @@ impl Handoff {
             isolation,
             ends,
             task_branches,
+            state_dir: state_dir.to_owned(),
         })
     }
 
@@ -173,10 +184,105 @@ impl Handoff {
         Ok(text)
     }
 
-    /// Merge the run branch into the checked-out branch of every repository after a
-    /// preflight of all of them; nothing is merged anywhere when one finds a problem.
-    pub fn merge(self, store: &mut Store, plan_id: &str) -> Result<Vec<String>, EngineError> {
-        (self.isolation.check_integration()).map_err(|f| f.into_error("merging the run"))?;
+    /// Merge the run branch into the checked-out branch of every repository: all or
+    /// nothing, and safe for the checkouts at every moment.
+    ///
+    /// 1. Compute: each repository's merge is prepared without touching its checkout
+    ///    ([`weft_git::Repo::prepare_merge`]: preflight, `pre-merge-commit` hook,
+    ///    merge-tree, the merge commit as an object). One problem anywhere refuses the
+    ///    whole merge, naming a screenful of paths at most; nothing is changed.
+    /// 2. Journal: the prepared merges go to `.weft/handoff-merge.json`
+    ///    ([`journal::MergeJournal`]) before any checkout is touched.
+    /// 3. Apply: each checkout is brought to its merge ([`weft_git::Repo::apply_merge`]),
+    ///    with git in process groups of its own, so a Ctrl-C at the terminal reaches
+    ///    only weft; `interrupt` is looked at before the journal is written (then nothing
+    ///    is merged) and not during the apply, which is always finished
+    ///    ([`MergeReport::interrupted`] says so).
+    /// 4. The journal is removed, then the run's worktrees and task branches, then the run
+    ///    is recorded handed off.
+    ///
+    /// Killed during 3, the journal stays: every command that would touch a checkout
+    /// refuses ([`journal::refuse_if_pending`]), calling `merge` again finishes the
+    /// journaled merge (preflight skipped: the checkout is expected half-way), and
+    /// [`Handoff::abort_merge`] undoes it. Killed after 4's first step, calling `merge`
+    /// again finds the branches up to date and finishes the rest.
+    pub fn merge(
+        self,
+        store: &mut Store,
+        plan_id: &str,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<MergeReport, EngineError> {
+        let pending = MergeJournal::load(&self.state_dir)?;
+        let resumed = pending.is_some();
+        let journal = match pending {
+            Some(journal) => self.check_journal(journal)?,
+            None => {
+                // Only weft moves the integration ref: a foreign commit on it refuses the
+                // merge before anything is prepared (a resumed merge already passed this).
+                (self.isolation.check_integration())
+                    .map_err(|f| f.into_error("merging the run"))?;
+                let journal = self.prepare(interrupt)?;
+                if Interrupt::raised(interrupt) {
+                    return Err(refuse(
+                        "interrupted before anything was merged",
+                        "your checkout is as it was; run `weft handoff merge` again to merge",
+                    ));
+                }
+                journal.save(&self.state_dir)?;
+                crate::failpoint::hit("handoff_journaled");
+                journal
+            }
+        };
+        let mut repos = Vec::new();
+        for (slot, entry) in self.isolation.slots.iter().zip(&journal.repos) {
+            let outcome = match &entry.merge {
+                None => MergeOutcome::UpToDate {
+                    head: slot.repo.resolve("HEAD").map_err(git_error)?,
+                },
+                Some(merge) => {
+                    let repo = self.checkout_repo(slot, merge, &journal)?;
+                    repo.apply_merge(merge, &mut |step| match step {
+                        ApplyStep::Indexed { .. } => crate::failpoint::hit("handoff_indexed"),
+                        ApplyStep::Wrote { .. } => crate::failpoint::hit("handoff_wrote"),
+                        ApplyStep::Moved => crate::failpoint::hit("handoff_moved"),
+                    })
+                    .map_err(git_error)?;
+                    MergeOutcome::Merged {
+                        commit: merge.commit.clone(),
+                        previous: merge.previous.clone(),
+                    }
+                }
+            };
+            repos.push(RepoMerge {
+                repo: (!slot.name.is_empty()).then(|| slot.name.clone()),
+                branch: entry
+                    .merge
+                    .as_ref()
+                    .map(|m| m.branch.clone())
+                    .or_else(|| slot.repo.head().ok()?.branch().map(str::to_owned))
+                    .unwrap_or_default(),
+                outcome,
+            });
+        }
+        MergeJournal::remove(&self.state_dir)?;
+        crate::failpoint::hit("handoff_journal_removed");
+        let removed = self.remove_everything(false)?;
+        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
+        let merged = Event::new(EventKind::HandoffMerged).run(&self.run.id);
+        store.record_event(Some(plan_id), merged, now())?;
+        Ok(MergeReport {
+            run: self.run.id.clone(),
+            integration_branch: self.integration_branch.clone(),
+            repos,
+            removed,
+            resumed,
+            interrupted: Interrupt::raised(interrupt),
+        })
+    }
+
+    /// Step 1 of [`Handoff::merge`]: every repository's merge, computed; refused as a
+    /// whole when any repository has a problem.
+    fn prepare(&self, interrupt: Option<&Interrupt>) -> Result<MergeJournal, EngineError> {
         if self.is_empty() {
             return Err(refuse(
                 format!(
@@ -186,21 +292,32 @@ impl Handoff {
                 "`weft handoff discard` or `weft handoff cleanup` ends it",
             ));
         }
-        let mut preflights = Vec::new();
+        let message = format!(
+            "weft: merge run {} ({})",
+            self.run.id, self.integration_branch
+        );
+        let mut repos = Vec::new();
         let mut problems = Vec::new();
         for (index, slot) in self.isolation.slots.iter().enumerate() {
-            let preflight = slot
-                .repo
-                .merge_preflight(&self.integration_branch)
-                .map_err(git_error)?;
-            if !preflight.ok {
-                problems.push(format!(
-                    "{}{}",
-                    self.label(index),
-                    preflight.problems.join("; ")
-                ));
+            if Interrupt::raised(interrupt) {
+                break;
             }
-            preflights.push(preflight);
+            let merge = match slot.repo.prepare_merge(&self.integration_branch, &message) {
+                Ok(Prepared::Ready(merge)) => Some(merge),
+                Ok(Prepared::UpToDate { .. }) => None,
+                Err(weft_git::GitError::PreflightFailed {
+                    problems: found, ..
+                }) => {
+                    problems.push(format!("{}{}", self.label(index), found.join("; ")));
+                    None
+                }
+                Err(error) => return Err(git_error(error)),
+            };
+            repos.push(JournalRepo {
+                name: slot.name.clone(),
+                root: slot.repo.root().to_owned(),
+                merge,
+            });
         }
         if !problems.is_empty() {
             return Err(refuse(
@@ -212,43 +329,124 @@ impl Handoff {
                 "fix what it names (commit or stash your edits, finish the merge in progress), then run `weft handoff merge` again; nothing was merged",
             ));
         }
-        let message = format!(
-            "weft: merge run {} ({})",
-            self.run.id, self.integration_branch
-        );
-        let mut lines = Vec::new();
-        for (index, (slot, preflight)) in self.isolation.slots.iter().zip(&preflights).enumerate() {
-            let head = preflight
-                .head_branch
-                .clone()
-                .unwrap_or_else(|| "your branch".into());
-            let outcome = slot
-                .repo
-                .merge_into_checked_out(&self.integration_branch, &message)
-                .map_err(git_error)?;
-            lines.push(match outcome {
-                weft_git::MergeOutcome::Merged { commit, .. } => format!(
-                    "{}merged {} into {head} as {}",
-                    self.label(index),
-                    self.integration_branch,
-                    commit.short()
+        Ok(MergeJournal {
+            version: journal::VERSION,
+            run: self.run.id.clone(),
+            integration_branch: self.integration_branch.clone(),
+            started_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            pid: std::process::id(),
+            aborting: false,
+            repos,
+        })
+    }
+
+    /// A journal found at the start of `merge` or `abort_merge` must be this run's, for
+    /// these repositories.
+    fn check_journal(&self, journal: MergeJournal) -> Result<MergeJournal, EngineError> {
+        let roots: Vec<&Path> = self.isolation.slots.iter().map(|s| s.repo.root()).collect();
+        let journaled: Vec<&Path> = journal.repos.iter().map(|r| r.root.as_path()).collect();
+        if journal.run != self.run.id || roots != journaled {
+            return Err(refuse(
+                format!(
+                    "the handoff merge journal {} is for run {} in {}, not run {} here",
+                    MergeJournal::path(&self.state_dir).display(),
+                    journal.run,
+                    journaled
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    self.run.id
                 ),
-                weft_git::MergeOutcome::UpToDate { .. } => format!(
-                    "{}{head} already contains {}",
-                    self.label(index),
-                    self.integration_branch
+                "finish or abort that merge from the workspace that began it",
+            ));
+        }
+        Ok(journal)
+    }
+
+    /// The repository of `slot` for writing its checkout: git in process groups of its
+    /// own (a Ctrl-C never stops it half-way), HEAD checked to still be on the merged
+    /// branch, and an `index.lock` the merge's own killed git left removed.
+    fn checkout_repo(
+        &self,
+        slot: &crate::isolation::Slot,
+        merge: &PreparedMerge,
+        journal: &MergeJournal,
+    ) -> Result<weft_git::Repo, EngineError> {
+        let repo = slot
+            .repo
+            .git()
+            .clone()
+            .own_process_group()
+            .open(slot.repo.root())
+            .map_err(git_error)?;
+        let on = repo.head().map_err(git_error)?;
+        if on.branch() != Some(merge.branch.as_str()) {
+            return Err(refuse(
+                format!(
+                    "{}the handoff merge of run {} was writing branch {}, but HEAD is not on it now",
+                    slot_label(slot),
+                    journal.run,
+                    merge.branch
                 ),
+                format!(
+                    "`git switch {}` (git may ask you to set local changes aside), then run the command again",
+                    merge.branch
+                ),
+            ));
+        }
+        let since = std::time::UNIX_EPOCH + std::time::Duration::from_millis(journal.started_ms);
+        repo.remove_stale_index_lock(since, STALE_LOCK_PATIENCE)
+            .map_err(git_error)?;
+        Ok(repo)
+    }
+
+    /// Whether a handoff merge of this workspace is journaled (begun, not finished).
+    pub fn merge_pending(&self) -> Result<bool, EngineError> {
+        Ok(MergeJournal::load(&self.state_dir)?.is_some())
+    }
+
+    /// `weft handoff merge --abort`: undo the journaled merge in every repository, so
+    /// each checkout and branch is as it was before the merge began, and forget the
+    /// journal; the run stays open (merge it later, or discard it). Refused when no merge
+    /// is journaled. Marks the journal `aborting` first, so an interrupted abort is only
+    /// ever finished by aborting again.
+    pub fn abort_merge(&self) -> Result<AbortReport, EngineError> {
+        let Some(journal) = MergeJournal::load(&self.state_dir)? else {
+            return Err(refuse(
+                format!("no handoff merge of run {} is in progress", self.run.id),
+                "there is nothing to abort; `weft handoff merge` merges the run",
+            ));
+        };
+        let mut journal = self.check_journal(journal)?;
+        if !journal.aborting {
+            journal.aborting = true;
+            journal.save(&self.state_dir)?;
+        }
+        let mut repos = Vec::new();
+        for (slot, entry) in self.isolation.slots.iter().zip(&journal.repos).rev() {
+            let Some(merge) = &entry.merge else { continue };
+            let repo = self.checkout_repo(slot, merge, &journal)?;
+            repo.unapply_merge(merge, &mut |_| {}).map_err(git_error)?;
+            repos.push(RepoRestored {
+                repo: (!slot.name.is_empty()).then(|| slot.name.clone()),
+                branch: merge.branch.clone(),
+                head: merge.previous.clone(),
             });
         }
-        lines.extend(self.remove_everything(false)?);
-        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
-        let merged = Event::new(EventKind::HandoffMerged).run(&self.run.id);
-        store.record_event(Some(plan_id), merged, now())?;
-        Ok(lines)
+        repos.reverse();
+        MergeJournal::remove(&self.state_dir)?;
+        Ok(AbortReport {
+            run: self.run.id.clone(),
+            repos,
+        })
     }
 
     /// Throw the run away; each repository's tip stays under `refs/weft/discarded/<run>`.
     pub fn discard(self, store: &mut Store, plan_id: &str) -> Result<Vec<String>, EngineError> {
+        journal::refuse_if_pending(&self.state_dir, "discard the run")?;
         (self.isolation.check_integration()).map_err(|f| f.into_error("discarding the run"))?;
         let kept = format!("refs/weft/discarded/{}", self.run.id);
         let mut lines = Vec::new();
@@ -263,7 +461,8 @@ impl Handoff {
                 tip.as_str()
             ));
         }
-        lines.extend(self.remove_everything(true)?);
+        let removed = self.remove_everything(true)?;
+        lines.push(removed.sentence());
         store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
         let discarded = Event::new(EventKind::HandoffDiscarded { kept }).run(&self.run.id);
         store.record_event(Some(plan_id), discarded, now())?;
@@ -272,6 +471,7 @@ impl Handoff {
 
     /// Remove the run's worktrees; keep every branch.
     pub fn cleanup(&self) -> Result<Vec<String>, EngineError> {
+        journal::refuse_if_pending(&self.state_dir, "clean up the run")?;
         let removed = self.remove_worktrees()?;
         Ok(vec![format!(
             "removed {removed} worktree(s) of run {}; its branches are kept",
@@ -298,8 +498,8 @@ impl Handoff {
     }
 
     /// Worktrees and task branches go; the integration branch too when `all`.
-    fn remove_everything(&self, all: bool) -> Result<Vec<String>, EngineError> {
-        let removed = self.remove_worktrees()?;
+    fn remove_everything(&self, all: bool) -> Result<Removed, EngineError> {
+        let worktrees = self.remove_worktrees()?;
         let mut branches = 0;
         let mut doomed: Vec<&String> = self.task_branches.iter().collect();
         if all {
@@ -313,8 +513,80 @@ impl Handoff {
                 }
             }
         }
-        Ok(vec![format!(
-            "removed {removed} worktree(s) and {branches} branch(es)"
-        )])
+        Ok(Removed {
+            worktrees,
+            branches,
+        })
     }
+}
+
+fn slot_label(slot: &crate::isolation::Slot) -> String {
+    if slot.name.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", slot.name)
+    }
+}
+
+/// How long a journaled merge waits for an `index.lock` its own killed git may still be
+/// releasing before it removes the lock as stale.
+const STALE_LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What [`Handoff::merge`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MergeReport {
+    pub run: String,
+    pub integration_branch: String,
+    /// Per repository, in order.
+    pub repos: Vec<RepoMerge>,
+    /// The run's worktrees and task branches removed afterwards.
+    pub removed: Removed,
+    /// This call finished a merge an earlier, interrupted one had journaled.
+    pub resumed: bool,
+    /// The user interrupted while the merge was being applied; it was finished first.
+    pub interrupted: bool,
+}
+
+/// One repository's part of a [`MergeReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepoMerge {
+    /// Its name in a multi-repo workspace; `None` for the workspace itself.
+    pub repo: Option<String>,
+    /// The branch merged into.
+    pub branch: String,
+    pub outcome: MergeOutcome,
+}
+
+/// Worktrees and branches a handoff step removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Removed {
+    pub worktrees: usize,
+    pub branches: usize,
+}
+
+impl Removed {
+    /// `removed 3 worktree(s) and 4 branch(es)`.
+    pub fn sentence(&self) -> String {
+        format!(
+            "removed {} worktree(s) and {} branch(es)",
+            self.worktrees, self.branches
+        )
+    }
+}
+
+/// What [`Handoff::abort_merge`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AbortReport {
+    pub run: String,
+    /// Every repository whose checkout was put back, in order.
+    pub repos: Vec<RepoRestored>,
+}
+
+/// One repository [`Handoff::abort_merge`] put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepoRestored {
+    pub repo: Option<String>,
+    pub branch: String,
+    /// Where the branch is again.
+    pub head: Oid,
 }

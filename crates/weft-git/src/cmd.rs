@@ -66,6 +66,8 @@ pub struct Git {
     clear_env: bool,
     env: Vec<(OsString, OsString)>,
     lock_wait: Duration,
+    /// Start each child in a process group of its own (see [`Git::own_process_group`]).
+    own_group: bool,
 }
 
 impl Default for Git {
@@ -82,6 +84,7 @@ impl Git {
             clear_env: false,
             env: Vec::new(),
             lock_wait: DEFAULT_LOCK_WAIT,
+            own_group: false,
         }
     }
 
@@ -119,6 +122,14 @@ impl Git {
     /// `.lock`, a worktree being created) is retried before [`GitError::Locked`].
     pub fn lock_wait(mut self, wait: Duration) -> Git {
         self.lock_wait = wait;
+        self
+    }
+
+    /// Start every git child in a process group of its own, so a Ctrl-C at the terminal
+    /// (SIGINT to the foreground process group) reaches weft but not git: a step that
+    /// must not stop half-way (the handoff merge's apply) finishes, and weft decides.
+    pub fn own_process_group(mut self) -> Git {
+        self.own_group = true;
         self
     }
 
@@ -329,6 +340,9 @@ impl<'a> Call<'a> {
             command.env("GIT_OPTIONAL_LOCKS", "0");
         }
         command.args(self.all_args());
+        if self.git.own_group {
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        }
         command
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()

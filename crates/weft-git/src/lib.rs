@@ -20,7 +20,9 @@
 //!     [`Repo::merge_in_worktree`] (a repair attempt's starting point);
 //!   - landing without a checkout: [`Repo::land`], [`Repo::land_onto`];
 //!   - handoff: [`Repo::diff_stat`], [`Repo::diff`], [`Repo::merge_preflight`],
-//!     [`Repo::merge_into_checked_out`].
+//!     [`Repo::merge_into_checked_out`], which is [`Repo::prepare_merge`] (no checkout
+//!     touched) then [`Repo::apply_merge`] (idempotent; [`Repo::unapply_merge`] undoes
+//!     it), so a caller can journal the merge between the two;
 //!   - attempts' worktrees (the `guard` module): [`Repo::add_attempt_worktree`] (detached,
 //!     with a private object folder), [`Repo::inspect_worktree`] and [`Repo::admin_head`]
 //!     (what the agent did to its worktree's git), [`Repo::import_objects`],
@@ -52,7 +54,8 @@ pub use cmd::{DEFAULT_LOCK_WAIT, Git, GitVersion, MIN_GIT_VERSION};
 pub use error::GitError;
 pub use guard::{AdminHead, AttemptWorktree, PRIVATE_OBJECTS, Tamper, escapes};
 pub use handoff::{
-    DEFAULT_DIFF_LIMIT, DiffStat, DiffText, FileStat, MergeOutcome, Preflight, WorktreeMerge,
+    APPLY_CHUNK, ApplyStep, DEFAULT_DIFF_LIMIT, DiffStat, DiffText, FileStat, MergeOutcome,
+    PATHS_SHOWN, Preflight, Prepared, PreparedMerge, WorktreeMerge, list_paths,
 };
 pub use land::Landing;
 pub use oid::{InvalidOid, Oid};

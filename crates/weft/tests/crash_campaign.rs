@@ -395,6 +395,10 @@ fn a_run_killed_at_any_point_is_finished_by_the_next_run() {
         if let Err(why) = check_finished(&space, &before) {
             failures.push(format!("cycle {cycles}: {why}"));
         }
+        if failures.is_empty() {
+            handoff_under_kills(&space, &before, &mut rng, &mut by_point, &mut done)
+                .unwrap_or_else(|why| failures.push(format!("cycle {cycles}: handoff: {why}")));
+        }
         if !failures.is_empty() {
             // Keep the evidence.
             let kept = space.env.root().to_owned();
@@ -409,6 +413,59 @@ fn a_run_killed_at_any_point_is_finished_by_the_next_run() {
         failures.len()
     );
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+}
+
+/// The campaign's handoff: `weft handoff merge` killed up to twice (at a forced point of
+/// the merge or at a random moment, SIGKILL to its whole process group), an abort now and
+/// then, and a last merge that must leave the checkout fully merged.
+fn handoff_under_kills(
+    space: &Space,
+    before: &(String, String, String),
+    rng: &mut Rng,
+    by_point: &mut BTreeMap<String, usize>,
+    done: &mut usize,
+) -> Result<(), String> {
+    let files: Vec<(String, String)> = (1..=TASKS)
+        .map(|n| (format!("out/t{n}.txt"), format!("task {n}\n")))
+        .collect();
+    for _ in 0..2 {
+        let forced = rng.next(3) != 0;
+        let (label, child) = if forced {
+            let point = HANDOFF_POINTS[rng.next(HANDOFF_POINTS.len() as u64) as usize];
+            let child = space.handoff(&["--yes"], Some(point)).spawn().unwrap();
+            (point.to_owned(), child)
+        } else {
+            let child = space.handoff(&["--yes"], None).spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(rng.next(400)));
+            signal_group(child.id(), "KILL");
+            ("handoff_random".to_owned(), child)
+        };
+        match wait_ended(child) {
+            Ended::Killed => {
+                *by_point.entry(label).or_default() += 1;
+                *done += 1;
+            }
+            Ended::Completed => return check_merged(space, &before.0, &files),
+            Ended::Failed(why) => return Err(format!("a merge after a kill failed: {why}")),
+        }
+        if space.journal().exists() && rng.next(3) == 0 {
+            let out = space.handoff(&["--abort"], None).output().unwrap();
+            if !out.status.success() {
+                return Err(format!("--abort failed: {}", text(&out.stderr)));
+            }
+            if &space.checkout() != before {
+                return Err(format!(
+                    "--abort left the checkout changed: {:?}",
+                    space.checkout()
+                ));
+            }
+        }
+    }
+    let out = space.handoff(&["--yes"], None).output().unwrap();
+    if !out.status.success() {
+        return Err(format!("the last merge failed: {}", text(&out.stderr)));
+    }
+    check_merged(space, &before.0, &files)
 }
 
 /// A small plan: `n` independent exec tasks, each writing its own file.
@@ -705,4 +762,228 @@ fn a_store_held_busy_past_busy_timeout_delays_the_run_but_loses_nothing() {
         space.git(&["show", &format!("{integration}:t2.txt")]),
         "2\n"
     );
+}
+
+/// The handoff merge's kill points, in the order a merge reaches them.
+const HANDOFF_POINTS: &[&str] = &[
+    "handoff_journaled",
+    "handoff_indexed",
+    "handoff_wrote",
+    "handoff_moved",
+    "handoff_journal_removed",
+];
+
+impl Space {
+    /// `weft handoff merge --yes` (or `--abort`) in a process group of its own, as a
+    /// terminal would start it, optionally dying at a failpoint.
+    fn handoff(&self, args: &[&str], failpoint: Option<&str>) -> Command {
+        let mut all = vec!["handoff", "merge"];
+        all.extend_from_slice(args);
+        let mut command = self.weft(&all);
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        if let Some(point) = failpoint {
+            command.env("WEFT_FAILPOINT", point);
+        }
+        command
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.work().join(".weft/handoff-merge.json")
+    }
+
+    fn index_lock(&self) -> PathBuf {
+        self.work().join(".git/index.lock")
+    }
+}
+
+/// Send `signal` to the whole process group `pgid` (the `kill` program, as a user would).
+fn signal_group(pgid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([format!("-{signal}"), "--".into(), format!("-{pgid}")])
+        .status();
+}
+
+/// The user's checkout after a completed handoff merge: HEAD is the merge of what it
+/// was and the integration tip, everything is written, nothing is left over.
+fn check_merged(
+    space: &Space,
+    before_head: &str,
+    files: &[(String, String)],
+) -> Result<(), String> {
+    if space.journal().exists() {
+        return Err("the merge journal is still there".into());
+    }
+    if space.index_lock().exists() {
+        return Err("a stale .git/index.lock is left".into());
+    }
+    let status = space.git(&["status", "--porcelain", "--untracked-files=all"]);
+    if !status.is_empty() {
+        return Err(format!("the merged checkout differs from HEAD:\n{status}"));
+    }
+    let integration = format!("weft/{}/integration", space.run_id());
+    let parents = space.git(&["rev-parse", "HEAD^1", "HEAD^2"]);
+    let tip = space.git(&["rev-parse", &integration]);
+    if parents != format!("{before_head}{tip}") {
+        return Err(format!(
+            "HEAD's parents {parents:?} are not the old HEAD and the integration tip {tip:?}"
+        ));
+    }
+    for (path, content) in files {
+        match fs_err::read_to_string(space.work().join(path)) {
+            Ok(found) if &found == content => {}
+            other => return Err(format!("{path} after the merge: {other:?}")),
+        }
+    }
+    let fsck = space
+        .env
+        .command("git")
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .output()
+        .unwrap();
+    if !fsck.status.success() {
+        return Err(format!("git fsck: {}", text(&fsck.stderr)));
+    }
+    Ok(())
+}
+
+/// A plan of one task writing `n` files under `big/`; returns the plan and the files.
+fn big_plan(n: u32) -> (String, Vec<(String, String)>) {
+    let plan = format!(
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\nid = \"big\"\ntitle = \"Big\"\nprompt = '''\nmkdir -p big\ni=1\nwhile [ $i -le {n} ]; do echo \"file $i\" > big/f$i.txt; i=$((i+1)); done\n'''\n"
+    );
+    let files = (1..=n)
+        .map(|i| (format!("big/f{i}.txt"), format!("file {i}\n")))
+        .collect();
+    (plan, files)
+}
+
+/// Issue 12, failure 4: a kill during `weft handoff merge` left thousands of untracked
+/// files and a stale `.git/index.lock`, and the rerun refused with a 734 KB error. Now the
+/// journal accounts for a half-applied merge: the commands that would touch the checkout
+/// refuse with a hint, `--abort` puts it back, and a rerun finishes it.
+#[test]
+fn a_handoff_merge_killed_mid_apply_is_refused_everywhere_then_aborted_or_finished() {
+    let (plan, files) = big_plan(2500);
+    let space = Space::new(&plan);
+    run_to_end(&space);
+    let before = space.checkout();
+
+    // Killed after the second chunk of files: some written, the branch not moved.
+    let child = space
+        .handoff(&["--yes"], Some("handoff_wrote:2"))
+        .spawn()
+        .unwrap();
+    assert!(matches!(wait_ended(child), Ended::Killed));
+    assert!(
+        space.journal().exists(),
+        "no journal accounts for the half-merge"
+    );
+    let written = files
+        .iter()
+        .filter(|(p, _)| space.work().join(p).exists())
+        .count();
+    assert!(
+        written > 0 && written < files.len(),
+        "{written} of {} files written",
+        files.len()
+    );
+    assert_eq!(
+        space.git(&["rev-parse", "HEAD"]),
+        before.0,
+        "the branch moved"
+    );
+    let status = space.git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert!(!status.contains("??"), "untracked debris: {status}");
+    // What a git killed mid-write leaves (weft's git runs in its own process group, so a
+    // group kill may spare it; a kill aimed at it would not).
+    fs_err::write(space.index_lock(), "").unwrap();
+
+    for refused in [
+        vec!["run", "--isolated"],
+        vec!["handoff", "discard", "--yes"],
+        vec!["handoff", "cleanup"],
+    ] {
+        let out = space.weft(&refused).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{refused:?} was not refused");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("was interrupted while it was writing your checkout")
+                && stderr.contains("`weft handoff merge --abort`"),
+            "{refused:?}: {stderr}"
+        );
+        assert!(stderr.len() < 2000, "{} bytes: {stderr}", stderr.len());
+    }
+
+    // --abort: the checkout is as it was, no lock, no journal.
+    let out = space.handoff(&["--abort"], None).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(space.checkout(), before);
+    assert!(!space.index_lock().exists(), "the stale index.lock stayed");
+    assert!(!space.journal().exists());
+    assert!(!space.work().join("big").exists());
+
+    // Killed again, right after the index was written; this time the rerun finishes it.
+    let child = space
+        .handoff(&["--yes"], Some("handoff_indexed"))
+        .spawn()
+        .unwrap();
+    assert!(matches!(wait_ended(child), Ended::Killed));
+    assert!(space.journal().exists());
+    let out = space.handoff(&["--yes"], None).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).is_empty(),
+        "the finish wrote to stderr: {}",
+        text(&out.stderr)
+    );
+    check_merged(&space, &before.0, &files).unwrap();
+    let again = space.weft(&["handoff", "merge", "--yes"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1), "the run was not handed off");
+}
+
+/// Issue 12, failure 4: Ctrl-C (SIGINT to the whole process group) during `weft handoff
+/// merge` at any moment leaves the checkout untouched or fully merged.
+#[test]
+fn ctrl_c_during_a_handoff_merge_leaves_the_checkout_untouched_or_fully_merged() {
+    let (plan, files) = big_plan(2000);
+    // The first merge is not interrupted: it measures how long a merge takes here; the
+    // others are interrupted at 0, 1/4, 1/2 and 3/4 of that.
+    let mut took = Duration::ZERO;
+    let mut outcomes = Vec::new();
+    for attempt in 0..5u32 {
+        let space = Space::new(&plan);
+        run_to_end(&space);
+        let before = space.checkout();
+        let started = Instant::now();
+        let mut child = space.handoff(&["--yes"], None).spawn().unwrap();
+        if attempt > 0 {
+            std::thread::sleep(took * (attempt - 1) / 4);
+            signal_group(child.id(), "INT");
+        }
+        let status = child.wait().unwrap();
+        if attempt == 0 {
+            assert!(status.success());
+            took = started.elapsed();
+        }
+        assert!(
+            !space.index_lock().exists(),
+            "try {attempt}: index.lock left"
+        );
+        assert!(!space.journal().exists(), "try {attempt}: journal left");
+        let after = space.checkout();
+        if after == before {
+            assert_ne!(
+                status.code(),
+                Some(0),
+                "try {attempt}: untouched, yet success"
+            );
+            outcomes.push("untouched");
+        } else {
+            check_merged(&space, &before.0, &files)
+                .unwrap_or_else(|why| panic!("try {attempt}: neither untouched nor merged: {why}"));
+            outcomes.push("merged");
+        }
+    }
+    assert_eq!(outcomes[0], "merged", "{outcomes:?}");
 }

@@ -89,6 +89,7 @@ impl<'a> RunLoop<'a> {
         crate::contain::confined(config)?;
         drop(plan);
         startup::refuse_degraded(config, &store)?;
+        crate::handoff::journal::refuse_if_pending(&config.state_dir, "start a run")?;
         let pid = std::process::id();
         let ticks = process_start_ticks(pid).unwrap_or(0);
         let claimed = store.claim_run(

@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use fs_err as fs;
-use weft_git::{GitError, MergeOutcome, Oid, StashRestore};
+use weft_git::{ApplyStep, GitError, MergeOutcome, Oid, Prepared, PreparedMerge, StashRestore};
 
 use crate::support::{BASE_TEXT, Fixture};
 
@@ -332,4 +332,189 @@ fn a_stash_that_conflicts_on_restore_is_kept() {
     assert!(fx.read("f.txt").contains("<<<<<<<"));
     let list = fx.run(&["stash", "list", "--format=%H"]);
     assert_eq!(list.trim(), stash.as_str(), "the stash is kept");
+}
+
+/// A run branch that changes, adds, deletes and turns a file into a folder, with an
+/// executable script and a symlink. Returns (base, run tip).
+fn reshaping_setup(fx: &Fixture) -> (Oid, Oid) {
+    let base = fx.commit_here(
+        &[
+            ("f.txt", Some(BASE_TEXT)),
+            ("gone.txt", Some("gone\n")),
+            ("deep/gone/x.txt", Some("x\n")),
+            ("shape", Some("a file, then a folder\n")),
+            ("keep.txt", Some("keep\n")),
+        ],
+        "base",
+    );
+    fx.run(&["checkout", "-q", "-b", "run", base.as_str()]);
+    fx.write("f.txt", "one\nRUN\nthree\n");
+    fx.write("added/new.txt", "n\n");
+    fx.write("run.sh", "#!/bin/sh\necho hi\n");
+    fs::set_permissions(
+        fx.path().join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("f.txt", fx.path().join("link")).unwrap();
+    fx.run(&["rm", "-q", "gone.txt", "deep/gone/x.txt", "shape"]);
+    fx.write("shape/inside.txt", "now a folder\n");
+    fx.run(&["add", "-A"]);
+    fx.run(&["commit", "-q", "-m", "reshape"]);
+    let tip = fx.oid("HEAD");
+    fx.run(&["checkout", "-q", "main"]);
+    (base, tip)
+}
+
+/// Everything `git status` shows, untracked files included.
+fn status(fx: &Fixture) -> String {
+    fx.run(&["status", "--porcelain", "--untracked-files=all"])
+}
+
+/// Apply, dying (a panic standing in for SIGKILL) right after the step `stop_at` picks.
+fn apply_until(repo: &weft_git::Repo, merge: &PreparedMerge, stop_at: fn(ApplyStep) -> bool) {
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        repo.apply_merge(merge, &mut |step| {
+            if stop_at(step) {
+                panic!("killed at {step:?}");
+            }
+        })
+    }));
+    assert!(died.is_err(), "the apply never reached the kill point");
+}
+
+#[test]
+fn a_merge_is_prepared_without_touching_the_checkout_then_applied_exactly() {
+    let fx = Fixture::new();
+    let (_, tip) = reshaping_setup(&fx);
+    fx.write("keep.txt", "the user's uncommitted edit\n");
+    let before = status(&fx);
+    let repo = fx.open();
+    let Prepared::Ready(merge) = repo.prepare_merge("run", "weft: merge").unwrap() else {
+        panic!("expected a merge to apply");
+    };
+    assert_eq!(merge.branch, "main");
+    assert_eq!(merge.previous, fx.main());
+    assert_eq!(status(&fx), before, "preparing touched the checkout");
+    assert!(!fx.path().join("added").exists());
+
+    let mut steps = Vec::new();
+    repo.apply_merge(&merge, &mut |step| steps.push(step))
+        .unwrap();
+    assert_eq!(steps.last(), Some(&ApplyStep::Moved));
+    assert_eq!(fx.main(), merge.commit);
+    assert_eq!(fx.parents("main"), [merge.previous.clone(), tip]);
+    assert_eq!(status(&fx), " M keep.txt\n", "only the user's edit differs");
+    assert_eq!(fx.read("keep.txt"), "the user's uncommitted edit\n");
+    assert_eq!(fx.read("shape/inside.txt"), "now a folder\n");
+    assert!(!fx.path().join("gone.txt").exists());
+    assert!(
+        !fx.path().join("deep").exists(),
+        "emptied folders are removed"
+    );
+    let mode = fs::metadata(fx.path().join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "the script stays executable");
+    assert_eq!(
+        std::fs::read_link(fx.path().join("link")).unwrap(),
+        std::path::Path::new("f.txt")
+    );
+    // Applying again is a no-op.
+    repo.apply_merge(&merge, &mut |_| {}).unwrap();
+    assert_eq!(fx.main(), merge.commit);
+}
+
+#[test]
+fn an_apply_killed_at_any_step_is_finished_by_applying_again() {
+    let stops: [fn(ApplyStep) -> bool; 2] = [
+        |s| matches!(s, ApplyStep::Indexed { .. }),
+        |s| matches!(s, ApplyStep::Wrote { .. }),
+    ];
+    for stop_at in stops {
+        let fx = Fixture::new();
+        reshaping_setup(&fx);
+        let repo = fx.open();
+        let Prepared::Ready(merge) = repo.prepare_merge("run", "m").unwrap() else {
+            panic!("expected a merge to apply");
+        };
+        apply_until(&repo, &merge, stop_at);
+        assert_eq!(fx.main(), merge.previous, "the branch moves last");
+        assert!(
+            !status(&fx).contains("??"),
+            "a half-applied merge left untracked files: {}",
+            status(&fx)
+        );
+        repo.apply_merge(&merge, &mut |_| {}).unwrap();
+        assert_eq!(fx.main(), merge.commit);
+        assert_eq!(status(&fx), "", "the finished merge left differences");
+        assert_eq!(fx.read("f.txt"), "one\nRUN\nthree\n");
+    }
+}
+
+#[test]
+fn an_apply_killed_at_any_step_is_undone_by_unapplying() {
+    let stops: [fn(ApplyStep) -> bool; 3] = [
+        |s| matches!(s, ApplyStep::Indexed { .. }),
+        |s| matches!(s, ApplyStep::Wrote { .. }),
+        |s| matches!(s, ApplyStep::Moved),
+    ];
+    for stop_at in stops {
+        let fx = Fixture::new();
+        reshaping_setup(&fx);
+        fx.write("keep.txt", "the user's uncommitted edit\n");
+        fx.write("mine.txt", "the user's untracked file\n");
+        let before = (fx.main(), status(&fx));
+        let repo = fx.open();
+        let Prepared::Ready(merge) = repo.prepare_merge("run", "m").unwrap() else {
+            panic!("expected a merge to apply");
+        };
+        apply_until(&repo, &merge, stop_at);
+        repo.unapply_merge(&merge, &mut |_| {}).unwrap();
+        assert_eq!((fx.main(), status(&fx)), before);
+        assert_eq!(fx.read("shape"), "a file, then a folder\n");
+        assert_eq!(fx.read("deep/gone/x.txt"), "x\n");
+        assert!(!fx.path().join("added").exists());
+        assert!(!fx.path().join("link").exists());
+        // Undoing again changes nothing.
+        repo.unapply_merge(&merge, &mut |_| {}).unwrap();
+        assert_eq!((fx.main(), status(&fx)), before);
+    }
+}
+
+#[test]
+fn an_apply_refuses_a_branch_someone_else_moved() {
+    let fx = Fixture::new();
+    reshaping_setup(&fx);
+    let repo = fx.open();
+    let Prepared::Ready(merge) = repo.prepare_merge("run", "m").unwrap() else {
+        panic!("expected a merge to apply");
+    };
+    let moved = fx.commit_here(&[("other.txt", Some("o\n"))], "the user moved on");
+    let error = repo.apply_merge(&merge, &mut |_| {}).unwrap_err();
+    assert!(matches!(error, GitError::RefMoved { .. }), "{error:?}");
+    assert_eq!(fx.main(), moved);
+    assert_eq!(status(&fx), "");
+}
+
+#[test]
+fn a_refusal_names_a_screenful_of_paths_and_counts_the_rest() {
+    let fx = Fixture::new();
+    let base = fx.main();
+    let files: Vec<(String, Option<&str>)> = (0..500)
+        .map(|i| (format!("many/f{i:03}.txt"), Some("run\n")))
+        .collect();
+    let borrowed: Vec<(&str, Option<&str>)> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    fx.commit_on("run", &base, &borrowed);
+    for (path, _) in &files {
+        fx.write(path, "untracked, in the way\n");
+    }
+    let preflight = fx.open().merge_preflight("run").unwrap();
+    assert_eq!(preflight.problems.len(), 1, "{:?}", preflight.problems);
+    let problem = &preflight.problems[0];
+    assert!(problem.starts_with("500 untracked files"), "{problem}");
+    assert!(problem.contains(" and 480 more"), "{problem}");
+    assert!(problem.len() < 1000, "{} bytes: {problem}", problem.len());
+    assert_eq!(weft_git::list_paths(&["a", "b"]), "a, b");
 }

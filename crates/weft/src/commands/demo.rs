@@ -92,7 +92,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             &ctx.workspace.state_dir(),
             &ctx.settings.repos(),
         )?;
-        let lines = handoff.merge(&mut store, &plan.id)?;
+        let report = handoff.merge(&mut store, &plan.id, None)?;
+        let lines = crate::commands::handoff::merge::merge_lines(&report);
         note(&format!(
             "handoff: {}",
             lines.first().map(String::as_str).unwrap_or("merged")
