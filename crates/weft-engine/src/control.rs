@@ -14,10 +14,37 @@ use weft_store::{Store, StoreError, TaskUpdate};
 use crate::engine::{now, same_process_alive};
 use crate::error::EngineError;
 
+pub mod revert;
+
 /// What a control command did, one line per fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlReport {
     pub lines: Vec<String>,
+}
+
+/// A task a command names in what it reports or asks: its order, id and status before.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TaskRef {
+    pub order: u32,
+    pub id: String,
+    pub was: TaskStatus,
+}
+
+/// How many tasks a line names before it counts the rest.
+pub const TASKS_SHOWN: usize = 20;
+
+/// `#1 "a", #2 "b" and 3 more`: at most [`TASKS_SHOWN`] tasks, the rest counted.
+pub fn list_tasks(tasks: &[TaskRef]) -> String {
+    let mut text = tasks
+        .iter()
+        .take(TASKS_SHOWN)
+        .map(|t| format!("#{} {:?}", t.order, t.id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tasks.len() > TASKS_SHOWN {
+        text.push_str(&format!(" and {} more", tasks.len() - TASKS_SHOWN));
+    }
+    text
 }
 
 fn failed_like(status: TaskStatus) -> bool {
@@ -365,6 +392,25 @@ pub fn uncomplete(
     let (_, target) = target(store, plan_id, reference)?;
     if target.status != TaskStatus::Completed && target.status != TaskStatus::Skipped {
         return Err(target.wrong_status("only a completed or skipped task can be taken back"));
+    }
+    // Its work on the integration branch would stay under a rerun that redoes it.
+    if let Some(run) = store.open_run(plan_id)?
+        && !revert::landings_of(store, plan_id, &run.id, &target.id)?.is_empty()
+    {
+        return Err(EngineError::Refused {
+            detail: format!(
+                "task #{} {:?} has landed its work on {}; taken back as it is, it would run again on top of its own work",
+                target.order,
+                target.id,
+                run.integration_branch
+                    .as_deref()
+                    .unwrap_or("the integration branch")
+            ),
+            hint: format!(
+                "`weft uncomplete {} --revert` rebuilds the integration branch without its landing and puts it and its dependents back to pending",
+                target.order
+            ),
+        });
     }
     store.update_task(
         plan_id,

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use weft_core::event::{Event, EventKind};
-use weft_core::{Run, RunStatus};
+use weft_core::{AttemptStatus, Run, RunStatus, TaskStatus};
 use weft_git::{ApplyStep, Oid, Prepared, PreparedMerge};
 use weft_store::Store;
 
 use crate::Interrupt;
+use crate::control::{TaskRef, list_tasks};
 use crate::engine::now;
 use crate::error::EngineError;
 use crate::isolation::{Isolation, decode, git_error};
@@ -444,16 +445,50 @@ impl Handoff {
         })
     }
 
-    /// Throw the run away; each repository's tip stays under `refs/weft/discarded/<run>`.
+    /// The tasks a discard puts back to pending: those this run completed or left
+    /// conflicted (their work is on the branches a discard removes). Tasks completed by
+    /// hand or by an earlier run keep their status.
+    pub fn discarded_tasks(
+        &self,
+        store: &Store,
+        plan_id: &str,
+    ) -> Result<Vec<TaskRef>, EngineError> {
+        let plan = store.plan(plan_id)?;
+        let ran: std::collections::HashSet<String> = store
+            .attempts_of_plan(plan_id)?
+            .into_iter()
+            .filter(|a| a.run_id == self.run.id && a.status == AttemptStatus::Passed)
+            .map(|a| a.task_id)
+            .collect();
+        Ok(plan
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.status, TaskStatus::Completed | TaskStatus::Conflicted))
+            .filter(|t| ran.contains(&t.id))
+            .map(|t| TaskRef {
+                order: t.order,
+                id: t.id.clone(),
+                was: t.status,
+            })
+            .collect())
+    }
+
+    /// Throw the run away; each repository's tip stays under `refs/weft/discarded/<run>`,
+    /// and the tasks whose work it held are pending again ([`Handoff::discarded_tasks`];
+    /// in the same store transaction as the run's end), so the next `weft run` runs them
+    /// on a fresh integration branch.
     pub fn discard(self, store: &mut Store, plan_id: &str) -> Result<Vec<String>, EngineError> {
         journal::refuse_if_pending(&self.state_dir, "discard the run")?;
         (self.isolation.check_integration()).map_err(|f| f.into_error("discarding the run"))?;
+        let reset = self.discarded_tasks(store, plan_id)?;
         let kept = format!("refs/weft/discarded/{}", self.run.id);
         let mut lines = Vec::new();
         for (index, (slot, (_, tip))) in self.isolation.slots.iter().zip(&self.ends).enumerate() {
-            slot.repo
-                .update_ref_cas(&kept, tip, None)
-                .map_err(git_error)?;
+            if slot.repo.ref_target(&kept).map_err(git_error)?.as_ref() != Some(tip) {
+                slot.repo
+                    .update_ref_cas(&kept, tip, None)
+                    .map_err(git_error)?;
+            }
             lines.push(format!(
                 "{}discarded run {}; its tip {} is kept as {kept} (recover with `git branch NAME {kept}`)",
                 self.label(index),
@@ -463,7 +498,15 @@ impl Handoff {
         }
         let removed = self.remove_everything(true)?;
         lines.push(removed.sentence());
-        store.release_run(&self.run.id, plan_id, RunStatus::HandedOff, None, now())?;
+        let resets: Vec<(&str, TaskStatus)> =
+            reset.iter().map(|t| (t.id.as_str(), t.was)).collect();
+        store.release_run_resetting(&self.run.id, plan_id, RunStatus::HandedOff, &resets, now())?;
+        if !reset.is_empty() {
+            lines.push(format!(
+                "pending again, to run on a fresh integration branch at the next `weft run`: {}",
+                list_tasks(&reset)
+            ));
+        }
         let discarded = Event::new(EventKind::HandoffDiscarded { kept }).run(&self.run.id);
         store.record_event(Some(plan_id), discarded, now())?;
         Ok(lines)
@@ -589,4 +632,158 @@ pub struct RepoRestored {
     pub branch: String,
     /// Where the branch is again.
     pub head: Oid,
+}
+
+/// What deleting a plan leaves in git unless it is cleaned up: each isolated run's
+/// worktrees, task branches and integration branch ([`plan_leftovers`]).
+#[derive(Debug)]
+pub struct Leftovers {
+    pub runs: Vec<RunLeftovers>,
+}
+
+/// One run's part of [`Leftovers`].
+#[derive(Debug)]
+pub struct RunLeftovers {
+    pub run: String,
+    pub integration_branch: String,
+    /// Its registered worktrees (every repository's).
+    pub worktrees: Vec<PathBuf>,
+    /// Its task branches that still exist (the integration branch not included).
+    pub branches: Vec<String>,
+    isolation: Isolation,
+}
+
+impl Leftovers {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    pub fn worktrees(&self) -> usize {
+        self.runs.iter().map(|r| r.worktrees.len()).sum()
+    }
+
+    /// Every branch that goes, the integration branches included.
+    pub fn branches(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .flat_map(|r| {
+                r.branches
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(r.integration_branch.clone()))
+            })
+            .collect()
+    }
+
+    /// Remove them: each integration tip is kept first under `refs/weft/deleted/<run>`
+    /// (so landed work is never lost outright), then the worktrees and branches go.
+    /// Safe to repeat (what is gone already is skipped).
+    pub fn remove(&self) -> Result<Removed, EngineError> {
+        let mut removed = Removed::default();
+        for run in &self.runs {
+            let kept = format!("refs/weft/deleted/{}", run.run);
+            let integration = run.isolation.integration_ref();
+            for slot in &run.isolation.slots {
+                if let Some(tip) = slot.repo.ref_target(&integration).map_err(git_error)?
+                    && slot.repo.ref_target(&kept).map_err(git_error)?.as_ref() != Some(&tip)
+                {
+                    let found = slot.repo.ref_target(&kept).map_err(git_error)?;
+                    slot.repo
+                        .update_ref_cas(&kept, &tip, found.as_ref())
+                        .map_err(git_error)?;
+                }
+                for worktree in slot.repo.list_worktrees().map_err(git_error)? {
+                    if worktree.path.starts_with(&run.isolation.worktrees) {
+                        slot.repo
+                            .remove_worktree(&worktree.path, true)
+                            .map_err(git_error)?;
+                        removed.worktrees += 1;
+                    }
+                }
+                let _ = slot.repo.prune_worktrees();
+                for branch in run
+                    .branches
+                    .iter()
+                    .chain(std::iter::once(&run.integration_branch))
+                {
+                    if slot.repo.branch_exists(branch).map_err(git_error)? {
+                        slot.repo.delete_branch(branch, true).map_err(git_error)?;
+                        removed.branches += 1;
+                    }
+                }
+            }
+            let _ = fs_err::remove_dir_all(&run.isolation.worktrees);
+        }
+        Ok(removed)
+    }
+}
+
+/// The worktrees and branches the plan's isolated runs left in git, for `weft sessions
+/// delete` to list and remove. Refused while an engine runs the plan or a handoff merge
+/// is journaled.
+pub fn plan_leftovers(
+    store: &Store,
+    plan_id: &str,
+    workspace: &Path,
+    state_dir: &Path,
+    repos: &[String],
+) -> Result<Leftovers, EngineError> {
+    journal::refuse_if_pending(state_dir, "delete a plan")?;
+    if let Some(pid) = crate::control::engine_running(store, plan_id)? {
+        return Err(refuse(
+            format!("a run of this plan is active (engine pid {pid})"),
+            "wait for it to end, or `weft stop` it first",
+        ));
+    }
+    let attempts = store.attempts_of_plan(plan_id)?;
+    let mut run_ids: Vec<String> = attempts.iter().map(|a| a.run_id.clone()).collect();
+    if let Some(open) = store.open_run(plan_id)? {
+        run_ids.push(open.id);
+    }
+    run_ids.sort();
+    run_ids.dedup();
+    let mut runs = Vec::new();
+    for run_id in run_ids {
+        let Some(run) = store.run(&run_id)? else {
+            continue;
+        };
+        let Some(integration_branch) = run.integration_branch.clone() else {
+            continue;
+        };
+        let isolation = Isolation::existing(workspace, state_dir, repos, &run.id)?;
+        let mut worktrees = Vec::new();
+        let mut branches: Vec<String> = Vec::new();
+        let mut integration_exists = false;
+        for slot in &isolation.slots {
+            for worktree in slot.repo.list_worktrees().map_err(git_error)? {
+                if worktree.path.starts_with(&isolation.worktrees) {
+                    worktrees.push(worktree.path);
+                }
+            }
+            integration_exists |= slot
+                .repo
+                .branch_exists(&integration_branch)
+                .map_err(git_error)?;
+            for attempt in attempts.iter().filter(|a| a.run_id == run.id) {
+                if let Some(branch) = &attempt.branch
+                    && !branches.contains(branch)
+                    && slot.repo.branch_exists(branch).map_err(git_error)?
+                {
+                    branches.push(branch.clone());
+                }
+            }
+        }
+        if worktrees.is_empty() && branches.is_empty() && !integration_exists {
+            continue;
+        }
+        branches.sort();
+        runs.push(RunLeftovers {
+            run: run.id.clone(),
+            integration_branch,
+            worktrees,
+            branches,
+            isolation,
+        });
+    }
+    Ok(Leftovers { runs })
 }

@@ -247,7 +247,7 @@ impl Repo {
 /// Parse `merge-tree --write-tree -z --name-only --messages` output:
 /// `<tree>\0` then, when conflicted, `<path>\0...` `\0`, then messages
 /// (`<count>\0<path>\0...<type>\0<message>\0`).
-fn parse_merge_tree(
+pub(crate) fn parse_merge_tree(
     call: &Call<'_>,
     stdout: &[u8],
     conflicted: bool,

@@ -19,6 +19,7 @@
 //!   - a task's work: [`Repo::commit_all`], [`Repo::conflict_markers_in`],
 //!     [`Repo::merge_in_worktree`] (a repair attempt's starting point);
 //!   - landing without a checkout: [`Repo::land`], [`Repo::land_onto`];
+//!   - taking landings back out without a checkout: [`Repo::rebuild_without`];
 //!   - handoff: [`Repo::diff_stat`], [`Repo::diff`], [`Repo::merge_preflight`],
 //!     [`Repo::merge_into_checked_out`], which is [`Repo::prepare_merge`] (no checkout
 //!     touched) then [`Repo::apply_merge`] (idempotent; [`Repo::unapply_merge`] undoes
@@ -46,6 +47,7 @@ mod guard;
 mod handoff;
 mod land;
 mod oid;
+mod rebuild;
 mod repo;
 mod stash;
 mod worktree;
@@ -59,6 +61,7 @@ pub use handoff::{
 };
 pub use land::Landing;
 pub use oid::{InvalidOid, Oid};
+pub use rebuild::Rebuild;
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Head, Repo, branch_ref};
 pub use stash::StashRestore;
 pub use worktree::{Worktree, WorktreeInfo};

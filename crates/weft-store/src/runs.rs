@@ -376,6 +376,55 @@ impl Store {
         })
     }
 
+    /// [`Store::release_run`] and, in the same transaction, put `tasks` (id, status it
+    /// had) back to pending with their verdict and output cleared, one
+    /// `task_marked_not_done` event each: a discarded run's work is gone, so the state
+    /// says so, and a crash never leaves one without the other.
+    pub fn release_run_resetting(
+        &mut self,
+        run_id: &str,
+        plan_id: &str,
+        status: RunStatus,
+        tasks: &[(&str, TaskStatus)],
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        let log = self.event_log();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
+                 ended_at = ?3 WHERE id = ?1",
+                params![run_id, status.as_str(), now],
+            )
+            .map_err(&sql)?;
+            let ended = Event::new(EventKind::RunEnded {
+                status,
+                totals: None,
+            })
+            .run(run_id);
+            log.append(tx, Some(plan_id), ended, now).map_err(&sql)?;
+            for (task_id, was) in tasks {
+                tx.execute(
+                    "UPDATE tasks SET status = ?3, verdict = NULL, output = NULL
+                     WHERE plan_id = ?1 AND id = ?2",
+                    params![plan_id, task_id, TaskStatus::Pending.as_str()],
+                )
+                .map_err(&sql)?;
+                let event = Event::new(EventKind::TaskMarkedNotDone { was: *was })
+                    .run(run_id)
+                    .task(*task_id);
+                log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
+            }
+            tx.execute(
+                "UPDATE plans SET revision = revision + 1, updated_at = max(updated_at, ?2)
+                 WHERE id = ?1",
+                params![plan_id, now],
+            )
+            .map_err(&sql)?;
+            Ok(())
+        })
+    }
+
     /// Change a task's run-state fields, with one event (about that task unless the event
     /// names one).
     pub fn update_task(

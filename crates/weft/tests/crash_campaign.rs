@@ -987,3 +987,137 @@ fn ctrl_c_during_a_handoff_merge_leaves_the_checkout_untouched_or_fully_merged()
     }
     assert_eq!(outcomes[0], "merged", "{outcomes:?}");
 }
+
+/// What `weft <args>` printed, and whether it succeeded.
+fn weft_out(space: &Space, args: &[&str]) -> (bool, String) {
+    let out = space.weft(args).output().unwrap();
+    (
+        out.status.success(),
+        format!("{}{}", text(&out.stdout), text(&out.stderr)),
+    )
+}
+
+fn landings_on(space: &Space, integration: &str) -> Vec<String> {
+    space
+        .git(&["log", "--format=%s", integration])
+        .lines()
+        .filter(|l| l.starts_with("weft: land task "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Issue 12, failure 8: after `weft handoff discard` every task still read completed and
+/// landed, and the next `weft run` was an empty "completed" run.
+#[test]
+fn a_discarded_runs_tasks_are_pending_again_and_the_next_run_redoes_them_on_a_fresh_branch() {
+    let space = Space::new(&small_plan(2, "printf '{n}\\n' >> t{n}.txt"));
+    run_to_end(&space);
+    let first = space.run_id();
+    let (ok, asked) = weft_out(&space, &["handoff", "discard"]);
+    assert!(!ok);
+    assert!(
+        asked.contains("put 2 task(s) back to pending (#1 \"t1\", #2 \"t2\")"),
+        "{asked}"
+    );
+    let (ok, said) = weft_out(&space, &["handoff", "discard", "--yes"]);
+    assert!(ok, "{said}");
+    assert!(said.contains("pending again"), "{said}");
+    assert_eq!(statuses(&space), ["pending", "pending"]);
+
+    run_to_end(&space);
+    let second = space.run_id();
+    assert_ne!(first, second, "the next run is a fresh one");
+    assert_eq!(statuses(&space), ["completed", "completed"]);
+    let integration = format!("weft/{second}/integration");
+    assert_eq!(landings_on(&space, &integration).len(), 2);
+    assert_eq!(
+        space.git(&["show", &format!("{integration}:t1.txt")]),
+        "1\n"
+    );
+}
+
+/// Issue 12, failure 8: `weft uncomplete N` on a landed task re-ran it on top of its own
+/// landed work (a line appeared twice) and left its completed dependents as they were.
+#[test]
+fn uncompleting_a_landed_task_is_refused_and_revert_takes_it_and_its_dependents_out() {
+    let plan = "goal = \"g\"\nrunner = \"exec\"\n\
+        [[tasks]]\nid = \"base\"\ntitle = \"Base\"\nprompt = '''\nprintf 'line\\n' >> a.txt\n'''\n\
+        [[tasks]]\nid = \"on-base\"\ntitle = \"On base\"\ndependencies = [\"base\"]\nprompt = '''\nprintf 'more\\n' >> a.txt\n'''\n\
+        [[tasks]]\nid = \"other\"\ntitle = \"Other\"\nprompt = '''\nprintf 'c\\n' > c.txt\n'''\n";
+    let space = Space::new(plan);
+    run_to_end(&space);
+    let before = space.checkout();
+    let integration = format!("weft/{}/integration", space.run_id());
+
+    let (ok, refused) = weft_out(&space, &["uncomplete", "1"]);
+    assert!(!ok);
+    assert!(
+        refused.contains("has landed its work") && refused.contains("weft uncomplete 1 --revert"),
+        "{refused}"
+    );
+    let (ok, asked) = weft_out(&space, &["uncomplete", "1", "--revert"]);
+    assert!(!ok);
+    assert!(
+        asked.contains("put them back to pending (#1 \"base\", #2 \"on-base\")"),
+        "{asked}"
+    );
+    assert_eq!(statuses(&space), ["completed", "completed", "completed"]);
+
+    let tip = space.git(&["rev-parse", &integration]);
+    let (ok, said) = weft_out(&space, &["uncomplete", "1", "--revert", "--yes"]);
+    assert!(ok, "{said}");
+    assert_eq!(statuses(&space), ["pending", "pending", "completed"]);
+    let landings = landings_on(&space, &integration);
+    assert_eq!(landings, ["weft: land task 3: Other"], "{said}");
+    let files = space.git(&["ls-tree", "--name-only", &integration]);
+    assert!(
+        !files.contains("a.txt") && files.contains("c.txt"),
+        "{files}"
+    );
+    let reverts = space.git(&["log", "--format=%s", &integration]);
+    assert!(!reverts.contains("Revert"), "{reverts}");
+    assert_ne!(space.git(&["rev-parse", &integration]), tip);
+    assert_eq!(space.checkout(), before, "the user's checkout changed");
+
+    run_to_end(&space);
+    assert_eq!(statuses(&space), ["completed", "completed", "completed"]);
+    assert_eq!(
+        space.git(&["show", &format!("{integration}:a.txt")]),
+        "line\nmore\n",
+        "a task ran again on top of its own landed work"
+    );
+}
+
+/// Issue 12, failure 8: `weft sessions delete` orphaned the plan's worktrees and branches.
+#[test]
+fn deleting_a_plan_removes_its_worktrees_and_branches_and_keeps_the_tip() {
+    let plan = "goal = \"g\"\nrunner = \"exec\"\n\
+        [[tasks]]\nid = \"ok\"\ntitle = \"Ok\"\nprompt = '''\nprintf 'ok\\n' > ok.txt\n'''\n\
+        [[tasks]]\nid = \"broken\"\ntitle = \"Broken\"\nprompt = '''\nprintf 'half\\n' > half.txt\nexit 1\n'''\n";
+    let space = Space::new(plan);
+    let out = space.run(None).output().unwrap();
+    assert!(!out.status.success(), "the broken task passed");
+    let run = space.run_id();
+    let tip = space.git(&["rev-parse", &format!("weft/{run}/integration")]);
+    assert!(space.git(&["worktree", "list"]).lines().count() > 1);
+    let plan_id: String = space
+        .db()
+        .query_row("SELECT id FROM plans", [], |r| r.get(0))
+        .unwrap();
+
+    let (ok, asked) = weft_out(&space, &["sessions", "delete", &plan_id]);
+    assert!(!ok);
+    assert!(
+        asked.contains(&format!("weft/{run}/1-ok")) && asked.contains("refs/weft/deleted/<run>"),
+        "{asked}"
+    );
+    let (ok, said) = weft_out(&space, &["sessions", "delete", &plan_id, "--yes"]);
+    assert!(ok, "{said}");
+    assert_eq!(space.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(space.git(&["branch", "--list", "weft/*"]), "");
+    assert_eq!(
+        space.git(&["rev-parse", &format!("refs/weft/deleted/{run}")]),
+        tip
+    );
+    assert!(!space.work().join(format!(".weft/worktrees/{run}")).exists());
+}

@@ -5,6 +5,7 @@ mod commit;
 mod guard;
 mod handoff;
 mod land;
+mod rebuild;
 mod refs;
 mod repo;
 mod support;

@@ -1,5 +1,6 @@
 //! `weft handoff discard [--yes]`: throw the run away, keeping its tip under
-//! `refs/weft/discarded/<run>` so landed work is never lost outright.
+//! `refs/weft/discarded/<run>` so landed work is never lost outright; the tasks whose
+//! work it held are pending again (the confirmation names them).
 
 use crate::cli::Globals;
 use crate::commands::JsonArg;
@@ -17,7 +18,17 @@ pub struct Args {
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let (mut store, plan_id, handoff) = super::open(globals)?;
     let run_id = handoff.run.id.clone();
-    super::confirm(&format!("discard run {run_id} and its branches"), args.yes)?;
+    let reset = handoff.discarded_tasks(&store, &plan_id)?;
+    let question = if reset.is_empty() {
+        format!("discard run {run_id} and its branches")
+    } else {
+        format!(
+            "discard run {run_id} and its branches, and put {} task(s) back to pending ({})",
+            reset.len(),
+            weft_engine::control::list_tasks(&reset)
+        )
+    };
+    super::confirm(&question, args.yes)?;
     let lines = handoff.discard(&mut store, &plan_id)?;
     super::report(&run_id, "discard", &lines, args.output)
 }

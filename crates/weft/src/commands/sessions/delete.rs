@@ -1,4 +1,6 @@
-//! `weft sessions delete <id>`: delete a plan; asks first unless --yes.
+//! `weft sessions delete <id>`: delete a plan, and the worktrees and branches its
+//! isolated runs left in git (each integration tip kept under `refs/weft/deleted/<run>`);
+//! asks first, listing them, unless --yes.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -30,12 +32,39 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         plan.tasks.len(),
         cut(&plan.goal, 60)
     );
+    let leftovers = weft_engine::handoff::plan_leftovers(
+        &store,
+        &id,
+        &ctx.workspace.root,
+        &ctx.workspace.state_dir(),
+        &ctx.settings.repos(),
+    )?;
+    let what = if leftovers.is_empty() {
+        what
+    } else {
+        let branches = leftovers.branches();
+        let shown: Vec<&str> = branches.iter().take(20).map(String::as_str).collect();
+        let more = branches.len().saturating_sub(shown.len());
+        format!(
+            "{what}, with its {} worktree(s) and {} branch(es) ({}{}; each run's integration tip stays under refs/weft/deleted/<run>)",
+            leftovers.worktrees(),
+            branches.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
     if !args.yes && !confirm(&format!("delete {what}? [y/N] "))? {
         return Err(
             CliError::new(format!("kept {what}")).hint("pass --yes to delete without being asked")
         );
     }
     let current = store.current_plan_id()?.as_deref() == Some(id.as_str());
+    // Git first: killed in between, the plan is still there to delete again.
+    leftovers.remove()?;
     store.delete_plan(&id, now())?;
     note(&format!("deleted {what}"));
     if args.output.json {
