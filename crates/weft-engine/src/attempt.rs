@@ -253,9 +253,12 @@ pub(crate) fn start(
     options: SuperviseOptions,
     checks: CheckPlan,
     to_engine: Sender<Msg>,
+    first_start: Option<Arc<crate::first_start::Gate>>,
 ) -> Result<Started, String> {
     let (events_tx, events_rx) = mpsc::channel::<SupervisorEvent>();
     let execution = executor.start(spec, options, events_tx)?;
+    // An OpenCode first start lets the next one go at its first output or its end.
+    let released_at_exit = first_start.clone();
     let started = Started {
         pid: execution.pid(),
         process_group: execution.process_group(),
@@ -268,6 +271,14 @@ pub(crate) fn start(
         .name(format!("weft-events-{id}"))
         .spawn(move || {
             for event in events_rx {
+                if let Some(gate) = &first_start
+                    && matches!(
+                        event,
+                        SupervisorEvent::Line { .. } | SupervisorEvent::Agent(_)
+                    )
+                {
+                    gate.release();
+                }
                 if forward
                     .send(Msg::Supervisor {
                         attempt: id.clone(),
@@ -286,6 +297,9 @@ pub(crate) fn start(
         .name(format!("weft-wait-{id}"))
         .spawn(move || {
             let outcome = execution.wait();
+            if let Some(gate) = released_at_exit {
+                gate.release();
+            }
             // Every event the attempt produced reaches the engine before its end does.
             let _ = forwarder.join();
             let result = judge_ended(executor.as_ref(), outcome, &checks);

@@ -19,6 +19,7 @@ mod engine;
 mod error;
 mod executor;
 mod failpoint;
+mod first_start;
 mod guards;
 pub mod handoff;
 mod isolation;

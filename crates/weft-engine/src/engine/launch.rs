@@ -137,6 +137,11 @@ impl RunLoop<'_> {
             let name = format!("task #{} {}", task.order, task.id);
             options.relay = Some(self.approvals.relay(&ids.attempt, &name, &folder.path));
         }
+        let opencode = attempt::manifest_for(self.config, self.view.plan(), index)
+            .is_ok_and(|m| m.transcript() == Some(weft_agents::transcript::Store::Opencode));
+        let first_start = opencode
+            .then(|| crate::first_start::enter(&self.config.supervision.locator))
+            .flatten();
         let started = attempt::start(
             &self.executor,
             &ids.attempt,
@@ -144,6 +149,7 @@ impl RunLoop<'_> {
             options,
             checks,
             self.tx.clone(),
+            first_start,
         )?;
         record.pid = Some(started.pid);
         record.process_group = Some(started.process_group);

@@ -9,6 +9,11 @@
 //! `--flag` takes the next argument as its value unless that is the last argument.
 //! `--version` prints the real CLI's version line.
 //!
+//! **OpenCode's first start**: with `WEFT_FAKE_OPENCODE_SETUP_MS=<ms>` the OpenCode persona
+//! sets up its database (`$XDG_DATA_HOME/opencode/opencode.db`) before any output, taking
+//! that long, and a second one started meanwhile fails as OpenCode does (`Failed query:
+//! CREATE TABLE workspace`, exit 1).
+//!
 //! **Prompt**: stdin read to EOF when it is not a terminal; if that is empty, the last
 //! positional argument (`-` means stdin); if that is empty too, `WEFT_PROMPT`.
 //!
@@ -84,6 +89,48 @@ pub const EXIT_IO: i32 = 74;
 
 /// The environment variable holding the script (inline, or `@path`).
 pub const SCRIPT_ENV: &str = "WEFT_FAKE_SCRIPT";
+
+/// OpenCode's first start on a data folder without a database, when
+/// `WEFT_FAKE_OPENCODE_SETUP_MS` asks for it: the fake creates
+/// `$XDG_DATA_HOME/opencode/opencode.db` (else under `~/.local/share`) taking that many
+/// milliseconds, before any output, as OpenCode does. A second fake starting while
+/// another one is in that setup fails as OpenCode does: `Failed query: CREATE TABLE
+/// workspace` on stderr, exit 1.
+fn opencode_first_start() -> Result<(), String> {
+    let Some(ms) = std::env::var("WEFT_FAKE_OPENCODE_SETUP_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return Ok(());
+    };
+    let data = match std::env::var_os("XDG_DATA_HOME").map(PathBuf::from) {
+        Some(xdg) if xdg.is_absolute() => xdg.join("opencode"),
+        _ => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(".local/share/opencode"),
+            None => return Ok(()),
+        },
+    };
+    let database = data.join("opencode.db");
+    if database.exists() {
+        return Ok(());
+    }
+    fs::create_dir_all(&data).map_err(|e| e.to_string())?;
+    let setup = data.join("opencode.db-setup");
+    let claimed = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&setup);
+    if claimed.is_err() {
+        return Err(
+            "Error: Failed query: CREATE TABLE workspace (id text PRIMARY KEY NOT NULL)\nSQLiteError: table workspace already exists"
+                .to_owned(),
+        );
+    }
+    std::thread::sleep(Duration::from_millis(ms));
+    fs::write(&database, b"").map_err(|e| e.to_string())?;
+    let _ = fs::remove_file(&setup);
+    Ok(())
+}
 
 /// Run the fake agent with the process's own argv, stdin and environment; returns the exit
 /// code.
@@ -166,6 +213,13 @@ pub fn main() -> i32 {
             return EXIT_USAGE;
         }
     };
+
+    if invocation.persona == Persona::OpenCode
+        && let Err(message) = opencode_first_start()
+    {
+        let _ = writeln!(stderr, "{message}");
+        return 1;
+    }
 
     let process_cwd = std::env::current_dir().unwrap_or_default();
     let cwd = match invocation.workdir() {

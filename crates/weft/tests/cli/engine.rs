@@ -1066,3 +1066,58 @@ fn runners_lists_availability_with_reasons() {
         "{text}"
     );
 }
+
+/// Issue 12, failure 11: two `opencode run` started at once on a data folder with no
+/// database race on OpenCode's own setup and one exits 1 (`Failed query: CREATE TABLE
+/// workspace`). The fake agent's OpenCode persona reproduces the race; weft starts one
+/// OpenCode at a time until the database exists, so every task passes.
+#[test]
+fn parallel_opencode_tasks_on_a_fresh_data_folder_all_pass() {
+    let weft = Weft::with_agents();
+    let agents = weft.agents.clone().unwrap();
+    // The race is real: two fakes started together, one fails as OpenCode does.
+    let fresh = weft.env.root().join("fresh-home");
+    let start = || {
+        let mut command = weft.env.command(agents.join("opencode"));
+        command
+            .args(["run", "--format", "json"])
+            .env("HOME", &fresh)
+            .env("WEFT_FAKE_OPENCODE_SETUP_MS", "400")
+            .env("WEFT_PROMPT", "@fake say hi")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let (a, b) = (start(), start());
+    let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let failed: Vec<_> = outputs.iter().filter(|o| !o.status.success()).collect();
+    assert_eq!(failed.len(), 1, "the fake did not race");
+    assert!(
+        String::from_utf8_lossy(&failed[0].stderr).contains("Failed query: CREATE TABLE workspace")
+    );
+
+    let mut plan = String::from("goal = \"g\"\nrunner = \"opencode\"\n");
+    for n in 1..=3 {
+        plan.push_str(&format!(
+            "[[tasks]]\ntitle = \"T{n}\"\nprompt = '''\n@fake write t{n}.txt {n}\n@fake marker\n'''\n"
+        ));
+    }
+    weft.write("plan.toml", &plan);
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let args = ["run", "--parallel", "3"];
+    let mut command = weft.command(&args);
+    command.env("WEFT_FAKE_OPENCODE_SETUP_MS", "400");
+    let run = weft.run_command(&args, command);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let status = weft.status_json();
+    for task in status["plan"]["tasks"].as_array().unwrap() {
+        assert_eq!(task["status"], "completed", "{task}");
+    }
+    assert!(
+        weft.env
+            .home()
+            .join(".local/share/opencode/opencode.db")
+            .exists()
+    );
+}
