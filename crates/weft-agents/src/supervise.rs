@@ -91,6 +91,8 @@ use monitor::{Monitor, Msg};
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(3);
 /// Default silence before an [`SupervisorEvent::Idle`].
 pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(60);
+/// The most directory entries one idle-timeout scan of `watch_dir` looks at.
+pub const IDLE_SCAN_MAX: usize = 100_000;
 /// Default wait for an agent to exit by itself once its marker was seen.
 pub const DEFAULT_MARKER_GRACE: Duration = Duration::from_secs(15);
 /// Default cap on an attempt's output log.
@@ -154,6 +156,14 @@ pub struct SuperviseOptions {
     pub timeout: Duration,
     /// Silence before an `Idle` event (once per silence); advisory only. Zero: never.
     pub idle_after: Duration,
+    /// No output, no stream event and no file change under `watch_dir` for this long:
+    /// the group is killed and `Outcome::idle_timed_out` (and `timed_out`) is set. Zero:
+    /// never (the default).
+    pub idle_timeout: Duration,
+    /// The folder whose file changes count as activity for `idle_timeout` (the
+    /// attempt's worktree); scanned only when the silence reaches the limit, at most
+    /// [`IDLE_SCAN_MAX`] entries, `.git` and symlinks not followed.
+    pub watch_dir: Option<PathBuf>,
     /// `SIGTERM` → `SIGKILL` grace.
     pub kill_grace: Duration,
     /// Once the marker is seen, how long the agent may take to exit by itself before its
@@ -185,6 +195,8 @@ impl SuperviseOptions {
         Self {
             timeout,
             idle_after: DEFAULT_IDLE_AFTER,
+            idle_timeout: Duration::ZERO,
+            watch_dir: None,
             kill_grace: DEFAULT_KILL_GRACE,
             marker_grace: DEFAULT_MARKER_GRACE,
             log_path: log_path.into(),
@@ -252,6 +264,8 @@ pub struct Outcome {
     /// The signal that ended the process, if one did.
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// The time limit was `idle_timeout`: nothing happened for that long.
+    pub idle_timed_out: bool,
     pub cancelled: bool,
     /// The marker was seen and the agent, still running after `marker_grace`, was killed.
     pub killed_after_marker: bool,

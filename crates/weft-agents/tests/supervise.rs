@@ -680,3 +680,40 @@ fn an_unlogged_process_keeps_no_file_and_its_stderr_tail_apart() {
     // Nothing was written anywhere.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn an_attempt_silent_past_its_idle_timeout_is_ended_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(dir.path());
+    options.idle_after = Duration::from_millis(100);
+    options.idle_timeout = Duration::from_millis(400);
+    options.watch_dir = Some(dir.path().to_owned());
+    let started = Instant::now();
+    let (outcome, events) = run(&sh(dir.path(), "echo started; sleep 30"), options);
+    assert!(outcome.idle_timed_out && outcome.timed_out, "{outcome:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited for the sleep"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SupervisorEvent::Idle { .. })),
+        "the idle notice came first"
+    );
+}
+
+#[test]
+fn file_changes_without_output_keep_an_attempt_alive_past_its_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    let mut options = options(dir.path());
+    options.idle_after = Duration::from_millis(100);
+    options.idle_timeout = Duration::from_millis(600);
+    options.watch_dir = Some(dir.path().join("work"));
+    let script =
+        "i=0; while [ $i -lt 8 ]; do echo $i > work/progress.txt; sleep 0.2; i=$((i+1)); done";
+    let (outcome, _) = run(&sh(dir.path(), script), options);
+    assert!(!outcome.idle_timed_out && !outcome.timed_out, "{outcome:?}");
+    assert_eq!(outcome.exit_code, Some(0));
+}

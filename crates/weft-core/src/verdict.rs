@@ -44,6 +44,8 @@ pub const CHECK_COMMAND_PREFIX: &str = "check:";
 
 /// Reason of a timed-out attempt.
 pub const REASON_TIMED_OUT: &str = "timed out";
+/// Reason of an attempt ended by `idle_timeout`.
+pub const REASON_IDLE: &str = "idle: no output, stream event or file change for its idle_timeout";
 /// Reason of a cancelled attempt.
 pub const REASON_CANCELLED: &str = "cancelled";
 
@@ -68,6 +70,9 @@ pub struct Evidence {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// The time limit that ended it was `idle_timeout`: no output, stream event or file
+    /// change for that long (`timed_out` is set too).
+    pub idle_timed_out: bool,
     pub cancelled: bool,
     /// weft killed the agent after the marker's grace period: not a failure.
     pub killed_after_marker: bool,
@@ -434,6 +439,15 @@ fn agent_verdict(e: &Evidence) -> (VerdictOutcome, String, Vec<Check>) {
             true,
             "not consulted: weft stopped the process at the time limit",
         ));
+        if e.idle_timed_out {
+            checks.push(check(
+                CHECK_TIMEOUT,
+                false,
+                false,
+                "the attempt produced no output, stream event or file change for its idle_timeout and weft stopped it",
+            ));
+            return (Fail, REASON_IDLE.to_owned(), checks);
+        }
         checks.push(check(
             CHECK_TIMEOUT,
             false,
@@ -817,6 +831,30 @@ mod tests {
                 v.reason
             );
         }
+    }
+
+    #[test]
+    fn an_idle_end_fails_and_says_it_was_idle() {
+        let v = decide(
+            &Evidence {
+                timed_out: true,
+                idle_timed_out: true,
+                signal: Some(9),
+                ..agent()
+            },
+            &[],
+            NOW,
+        );
+        consistent(&v);
+        assert_eq!(v.outcome, VerdictOutcome::Fail);
+        assert_eq!(v.reason, REASON_IDLE);
+        assert!(
+            v.checks
+                .iter()
+                .any(|c| c.name == "timeout" && c.detail.contains("idle_timeout")),
+            "{:?}",
+            v.checks
+        );
     }
 
     #[test]
@@ -1389,6 +1427,8 @@ mod tests {
                         exit_code,
                         signal,
                         timed_out: flags[0],
+                        // An idle end is a timeout.
+                        idle_timed_out: flags[0] && flags[1] && flags[2],
                         cancelled: flags[1],
                         killed_after_marker: flags[2],
                         stream_error: flags[3].then(|| "oops".to_owned()),

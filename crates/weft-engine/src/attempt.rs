@@ -208,6 +208,8 @@ pub(crate) fn supervise_options(
     SuperviseOptions {
         timeout: config.limits.task_timeout,
         idle_after: config.limits.idle_after,
+        idle_timeout: config.limits.idle_timeout,
+        watch_dir: None,
         kill_grace: config.limits.kill_grace,
         marker_grace: config.limits.marker_grace,
         log_path,
@@ -326,6 +328,7 @@ fn evidence(outcome: &Outcome, transcript: Option<&Found>, plan: &CheckPlan) -> 
         exit_code: outcome.exit_code,
         signal: outcome.signal,
         timed_out: outcome.timed_out,
+        idle_timed_out: outcome.idle_timed_out,
         cancelled: outcome.cancelled,
         killed_after_marker: outcome.killed_after_marker,
         stream_error: outcome.stream_error.clone(),
@@ -386,6 +389,8 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
     let options = SuperviseOptions {
         timeout: plan.timeout,
         idle_after: plan.timeout,
+        idle_timeout: Duration::ZERO,
+        watch_dir: None,
         kill_grace: plan.kill_grace,
         marker_grace: plan.kill_grace,
         log_path: plan

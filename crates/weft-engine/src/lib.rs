@@ -90,6 +90,9 @@ pub struct Limits {
     pub task_timeout: Duration,
     /// Silence after which a running attempt is reported idle.
     pub idle_after: Duration,
+    /// No output, stream event or file change for this long ends an attempt (zero: never;
+    /// longer than `idle_after`, the front end validates).
+    pub idle_timeout: Duration,
     /// How long an agent may keep running after its marker was seen.
     pub marker_grace: Duration,
     /// Between the polite signal and the kill.

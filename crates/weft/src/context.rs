@@ -162,6 +162,7 @@ impl Ctx {
                 parallel: run.parallel.unwrap_or(settings.run.parallel) as usize,
                 task_timeout: settings.limits.task_timeout,
                 idle_after: settings.supervision.idle_after,
+                idle_timeout: settings.supervision.idle_timeout,
                 marker_grace: settings.supervision.marker_grace,
                 kill_grace: weft_engine::defaults::KILL_GRACE,
                 log_cap_bytes: weft_engine::defaults::LOG_CAP_BYTES,

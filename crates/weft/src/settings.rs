@@ -90,6 +90,13 @@ pub const IDLE_AFTER: Key<Duration> = Key {
     about: "silence after which a running task is flagged idle (advisory)",
     parse: duration,
 };
+pub const IDLE_TIMEOUT: Key<Duration> = Key {
+    name: "idle_timeout",
+    env: "WEFT_IDLE_TIMEOUT",
+    default: "20m",
+    about: "no output, stream event or file change for this long ends a task attempt (0 turns it off; longer than idle_after)",
+    parse: duration_or_zero,
+};
 pub const MARKER_GRACE: Key<Duration> = Key {
     name: "marker_grace",
     env: "WEFT_MARKER_GRACE",
@@ -210,6 +217,7 @@ pub static KEYS: &[&dyn Described] = &[
     &HALT_ON_FAILURE,
     &TASK_TIMEOUT,
     &IDLE_AFTER,
+    &IDLE_TIMEOUT,
     &MARKER_GRACE,
     &ISOLATION,
     &REPOS,
@@ -325,6 +333,15 @@ fn boolean(value: &str) -> Result<bool, String> {
     }
 }
 
+/// A duration where `0` (or `0s`) means "off".
+fn duration_or_zero(value: &str) -> Result<Duration, String> {
+    if value.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(value.trim())
+        .map_err(|e| format!("is not a duration ({e}); write e.g. 20m or 1h, or 0 to turn it off"))
+}
+
 fn duration(value: &str) -> Result<Duration, String> {
     match humantime::parse_duration(value.trim()) {
         Ok(d) if !d.is_zero() => Ok(d),
@@ -406,6 +423,8 @@ pub struct LimitSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisionSettings {
     pub idle_after: Duration,
+    /// Zero: off. Longer than `idle_after` otherwise.
+    pub idle_timeout: Duration,
     pub marker_grace: Duration,
     /// Whether attempts are confined (Landlock).
     pub confine: Confine,
@@ -521,8 +540,29 @@ impl Settings {
             answer_chars: r.get(&ANSWER_CHARS)?,
             busy_timeout: r.get(&BUSY_TIMEOUT_MS)?,
         };
+        let idle_after = r.get(&IDLE_AFTER)?;
+        let idle_timeout = r.get(&IDLE_TIMEOUT)?;
+        if !idle_timeout.is_zero() && idle_timeout <= idle_after {
+            return Err(CliError::new(format!(
+                "setting `idle_timeout` = {:?} is not longer than `idle_after` = {:?}: an attempt would be ended before it is even shown as idle",
+                humantime::format_duration(idle_timeout).to_string(),
+                humantime::format_duration(idle_after).to_string(),
+            ))
+            .hint("make idle_timeout longer than idle_after (default 20m against 2m), or set idle_timeout = 0 to turn it off")
+            .with_code(
+                if [IDLE_AFTER.name, IDLE_TIMEOUT.name]
+                    .iter()
+                    .any(|name| r.shown.get(name).is_some_and(|(_, s)| *s == Source::Flag))
+                {
+                    EXIT_USAGE
+                } else {
+                    EXIT_FAILURE
+                },
+            ));
+        }
         let supervision = SupervisionSettings {
-            idle_after: r.get(&IDLE_AFTER)?,
+            idle_after,
+            idle_timeout,
             marker_grace: r.get(&MARKER_GRACE)?,
             confine: r.get(&CONFINE)?,
             write_paths: r.get(&WRITE_PATHS)?,
@@ -809,6 +849,36 @@ mod tests {
             "setting `idle_after` = \"0s\" from environment (WEFT_IDLE_AFTER) must be longer than zero"
         );
         assert_eq!(from_env.code, EXIT_FAILURE);
+
+        let idle = Settings::resolve(&Layers {
+            env: BTreeMap::from([("WEFT_IDLE_TIMEOUT".to_owned(), "1m".to_owned())]),
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert!(
+            idle.message
+                .contains("`idle_timeout` = \"1m\" is not longer than `idle_after` = \"2m\""),
+            "{}",
+            idle.message
+        );
+        assert!(
+            idle.hints[0].contains("idle_timeout = 0"),
+            "{:?}",
+            idle.hints
+        );
+        let off = Settings::resolve(&Layers {
+            env: BTreeMap::from([("WEFT_IDLE_TIMEOUT".to_owned(), "0".to_owned())]),
+            ..Layers::default()
+        })
+        .unwrap();
+        assert_eq!(off.supervision.idle_timeout, Duration::ZERO);
+        assert_eq!(
+            Settings::resolve(&Layers::default())
+                .unwrap()
+                .supervision
+                .idle_timeout,
+            Duration::from_secs(20 * 60)
+        );
 
         let project = write(dir.path(), "weft.toml", "marker_grace = \"a while\"\n");
         let from_project = Settings::resolve(&Layers {

@@ -111,6 +111,11 @@ pub(crate) struct Monitor {
     timeout_extended: bool,
     timeout_at: Instant,
     idle_after: Duration,
+    /// `SuperviseOptions::idle_timeout` (zero: off) and what counts as activity for it:
+    /// output (every stream event is output) and file changes under `watch_dir`.
+    idle_timeout: Duration,
+    watch_dir: Option<std::path::PathBuf>,
+    last_activity: Instant,
     kill_grace: Duration,
     marker_grace: Duration,
     token: Option<String>,
@@ -190,6 +195,9 @@ impl Monitor {
             timeout_extended: false,
             timeout_at: after(started, options.timeout),
             idle_after: options.idle_after,
+            idle_timeout: options.idle_timeout,
+            watch_dir: options.watch_dir.clone(),
+            last_activity: started,
             kill_grace: options.kill_grace,
             marker_grace: options.marker_grace,
             token,
@@ -306,6 +314,20 @@ impl Monitor {
                 } else if self.marker_deadline.is_some_and(|at| now >= at) {
                     self.out.killed_after_marker = true;
                     self.begin_kill(now);
+                } else if !self.idle_timeout.is_zero()
+                    && now.saturating_duration_since(self.last_activity) >= self.idle_timeout
+                {
+                    match self.watch_dir.as_deref().and_then(newest_change) {
+                        // A file changed meanwhile: the silence counts from then.
+                        Some(age) if age < self.idle_timeout => {
+                            self.last_activity = now.checked_sub(age).unwrap_or(now);
+                        }
+                        _ => {
+                            self.out.idle_timed_out = true;
+                            self.out.timed_out = true;
+                            self.begin_kill(now);
+                        }
+                    }
                 }
             }
             let silent = now.saturating_duration_since(self.last_output);
@@ -373,6 +395,9 @@ impl Monitor {
             if !self.idle_after.is_zero() && !self.idle_reported {
                 at(after(self.last_output, self.idle_after));
             }
+            if !self.idle_timeout.is_zero() && self.kill == Kill::NotStarted {
+                at(after(self.last_activity, self.idle_timeout));
+            }
             if !self.quiet_flushed {
                 at(self.last_output + QUIET_FLUSH);
             }
@@ -394,6 +419,7 @@ impl Monitor {
         let index = stream.index();
         self.out.output_bytes += bytes.len() as u64;
         self.last_output = now;
+        self.last_activity = now;
         self.idle_reported = false;
         self.quiet_flushed = false;
         if let Some(scanner) = &mut self.pipes[index].scanner
@@ -826,4 +852,33 @@ fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
         },
         event @ (AgentEvent::Usage { .. } | AgentEvent::Truncated) => event,
     }
+}
+
+/// How long ago the newest file under `dir` changed (its mtime), looking at no more than
+/// [`super::IDLE_SCAN_MAX`] entries, never into `.git` nor through symlinks (linked
+/// dependency folders are not the attempt's work). `None` when nothing could be read.
+fn newest_change(dir: &std::path::Path) -> Option<Duration> {
+    let mut newest: Option<std::time::SystemTime> = None;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > super::IDLE_SCAN_MAX {
+                stack.clear();
+                break;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if let Ok(modified) = meta.modified() {
+                newest = Some(newest.map_or(modified, |n| n.max(modified)));
+            }
+            if meta.is_dir() && entry.file_name() != ".git" {
+                stack.push(entry.path());
+            }
+        }
+    }
+    newest.map(|t| t.elapsed().unwrap_or_default())
 }

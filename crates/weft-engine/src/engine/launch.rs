@@ -127,6 +127,7 @@ impl RunLoop<'_> {
         let checks_id = format!("{}-checks", ids.attempt);
         checks.contain = crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
         let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
+        options.watch_dir = Some(folder.path.clone());
         options.contain = crate::contain::containment(
             self.config,
             &ids.attempt,

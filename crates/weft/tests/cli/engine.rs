@@ -1121,3 +1121,35 @@ fn parallel_opencode_tasks_on_a_fresh_data_folder_all_pass() {
             .exists()
     );
 }
+
+/// Issue 12, "hangs end without waiting an hour": an attempt with no output, stream event
+/// or file change for `idle_timeout` is ended, and its verdict says so.
+#[test]
+fn a_hung_agent_is_ended_by_idle_timeout_with_a_verdict_that_says_so() {
+    let weft = Weft::with_agents();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"Hangs\"\nprompt = '''\n@fake say thinking\n@fake hang\n'''\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let refused = weft.fails(&["-c", "idle_timeout=1s", "run"], 2);
+    assert!(
+        refused.stderr.contains("is not longer than `idle_after`"),
+        "{}",
+        refused.stderr
+    );
+    let started = Instant::now();
+    let run = weft.fails(&["-c", "idle_after=1s", "-c", "idle_timeout=2s", "run"], 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{}",
+        run.stderr
+    );
+    let task = &weft.status_json()["plan"]["tasks"][0];
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(
+        task["verdict"]["reason"],
+        "idle: no output, stream event or file change for its idle_timeout",
+        "{task}"
+    );
+}
