@@ -173,6 +173,10 @@ impl Revert {
     /// then put the tasks back to pending.
     pub fn apply(self, store: &mut Store, plan_id: &str) -> Result<ControlReport, EngineError> {
         let reference = self.isolation.integration_ref();
+        // Only weft moves the integration ref: foreign commits on it refuse the rebuild
+        // (the guard names them and says how to restore the recorded tip).
+        (self.isolation.check_integration())
+            .map_err(|f| f.into_error("rebuilding the integration branch"))?;
         let mut moved: Vec<(usize, Oid, Oid)> = Vec::new();
         let mut reapplied = 0;
         for (slot_index, drops) in self.drops.iter().enumerate() {
@@ -219,6 +223,17 @@ impl Revert {
                 }
                 return Err(failure);
             }
+        }
+        // The rebuilt tips are weft's own: record them, so the integration guard does not
+        // take them for foreign commits. (Killed between the two moves, the next guard
+        // check refuses and names the rebuilt tip; its restore command, or rerunning this
+        // command after restoring, recovers.)
+        let record = self.isolation.record_ref();
+        for (slot_index, old_tip, new_tip) in &moved {
+            self.isolation.slots[*slot_index]
+                .repo
+                .update_ref_cas(&record, new_tip, Some(old_tip))
+                .map_err(git_error)?;
         }
         let tasks = self.tasks();
         let update = TaskUpdate {

@@ -164,8 +164,13 @@ pub(super) fn handoff_merge(app: &App, call: &Call) -> ApiResult {
         ),
     )?;
     let run = handoff.run.id.clone();
-    let lines = handoff.merge(&mut store, &plan)?;
-    Ok(step_report(&run, "merge", &lines))
+    // The server has no terminal: nothing interrupts the merge but the process's end,
+    // which the merge journal covers (`weft handoff merge` finishes it, `--abort` undoes it).
+    let report = handoff.merge(&mut store, &plan, None)?;
+    Ok(Response::json(
+        200,
+        &serde_json::json!({ "run": run, "step": "merge", "report": report }),
+    ))
 }
 
 pub(super) fn handoff_discard(app: &App, call: &Call) -> ApiResult {
