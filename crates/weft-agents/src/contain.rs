@@ -45,6 +45,8 @@
 //! still found.
 
 mod confine;
+pub mod env;
+pub mod private;
 mod supervisor;
 mod tree;
 
@@ -94,6 +96,9 @@ pub struct Containment {
     /// The attempt's private temp folder: created (0700) before the command starts, its
     /// `TMPDIR`, writable when confined, removed when the attempt ends.
     pub tmp_dir: Option<PathBuf>,
+    /// The environment the process starts from instead of weft's own (the launch's own
+    /// variables are set on top; see [`mod@env`]), or `None` to inherit weft's.
+    pub env: Option<env::Passed>,
 }
 
 /// The folders and files a confined attempt may write (besides [`DEVICE_PATHS`] and its

@@ -18,7 +18,10 @@
 //! default = "auto"            # used when a task names no mode
 //! plan = "read-only"
 //!
-//! [env]                       # added to weft's environment; values are templates
+//! env_pass = ["MYAGENT_*", "*_API_KEY"]  # what it gets of weft's environment, beyond the base
+//! write_paths = ["${MYAGENT_HOME:-~/.myagent}"]  # its own state folders, writable when confined
+//!
+//! [env]                       # set for it (never filtered); values are templates
 //! SOME_VAR = "{{model}}"
 //!
 //! [root_env]                  # added only when weft runs as root (uid 0)
@@ -34,6 +37,10 @@
 //! variable is a launch error, as for argv entries.
 //!
 //! Decisions:
+//! - **The environment is an allow-list** (see [`crate::contain::env`]): a runner gets
+//!   the base (`PATH`, `HOME`, `LANG`, `WEFT_*`, …), the variables its `env_pass`
+//!   patterns name and those of the user's `env_pass` setting, then its `[env]`. A
+//!   manifest without `env_pass` gets only the base and the setting's.
 //! - **Relative command paths** (a `command` containing `/` that is not absolute) resolve
 //!   against the folder holding the manifest file, so a manifest and its wrapper script
 //!   can travel together; `~` is not expanded (refused, with a hint). A bare name is looked
@@ -354,6 +361,8 @@ struct RawManifest {
     relay_modes: Vec<String>,
     #[serde(default)]
     write_paths: Vec<String>,
+    #[serde(default)]
+    env_pass: Vec<String>,
 }
 
 /// How weft answers an agent's permission requests when it relays them to a person.
@@ -405,6 +414,9 @@ pub struct Manifest {
     /// Where the agent keeps its own state, writable when confined (entries as written:
     /// `~/`, `$NAME`, `${NAME:-fallback}`; see [`crate::contain::resolve_write_path`]).
     write_paths: Vec<String>,
+    /// Patterns of the variables of weft's environment it gets beyond the base (see
+    /// [`crate::contain::env`]).
+    env_pass: Vec<String>,
     /// The file it was read from (`None` for built-ins and inline text).
     file: Option<PathBuf>,
     /// How messages name this manifest.
@@ -515,6 +527,12 @@ impl Manifest {
     /// [`crate::contain::resolve_write_path`]).
     pub fn write_paths(&self) -> &[String] {
         &self.write_paths
+    }
+
+    /// Patterns of the variables of weft's environment this runner gets beyond
+    /// [`crate::contain::env::BASE`].
+    pub fn env_pass(&self) -> &[String] {
+        &self.env_pass
     }
 
     pub fn modes(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -887,10 +905,16 @@ impl Validator<'_> {
                 return Err(self.invalid("write_paths", entry, e.to_string()));
             }
         }
+        for pattern in &raw.env_pass {
+            if let Err(problem) = crate::contain::env::check_pattern(pattern) {
+                return Err(self.invalid("env_pass", pattern, problem));
+            }
+        }
         Ok(Manifest {
             relay,
             relay_modes: raw.relay_modes,
             write_paths: raw.write_paths,
+            env_pass: raw.env_pass,
             name,
             command,
             args: raw.args,

@@ -447,6 +447,14 @@ impl Attempt {
                 command
             }
         };
+        // A contained process starts from the environment its containment passes (an
+        // allow-list of weft's), not from weft's whole environment; the launch's own
+        // variables come on top, unfiltered.
+        if let Some(passed) = options.contain.as_ref().and_then(|c| c.env.as_ref()) {
+            command
+                .env_clear()
+                .envs(passed.0.iter().map(|(k, v)| (k, v)));
+        }
         command
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&spec.cwd)
@@ -695,12 +703,7 @@ fn deny_everything() -> PermissionRelay {
 }
 
 fn write_prompt_file(path: &Path, text: &str) -> io::Result<()> {
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        fs_err::create_dir_all(parent)?;
-    }
-    fs_err::write(path, text)
+    contain::private::write(path, text.as_bytes())
 }
 
 /// `Command::spawn`, retried briefly on `ETXTBSY` (another thread of this process had the

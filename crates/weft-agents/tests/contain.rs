@@ -45,6 +45,7 @@ fn containment(confine: Option<WritePaths>, tmp: Option<PathBuf>) -> Containment
         kill_grace: Duration::from_millis(300),
         confine,
         tmp_dir: tmp,
+        env: None,
     }
 }
 

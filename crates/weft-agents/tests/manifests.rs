@@ -1538,3 +1538,60 @@ fn a_relay_needs_a_known_protocol_stdin_and_the_claude_stream() {
         assert!(error.contains(problem), "{error}");
     }
 }
+
+#[test]
+fn env_pass_patterns_are_read_and_a_bad_one_is_refused_naming_it() {
+    let manifest = Manifest::parse(
+        "name = 'a'\ncommand = 'a'\nargs = ['{{prompt}}']\nenv_pass = ['MYAGENT_*', '*_API_KEY']",
+        None,
+    )
+    .unwrap();
+    assert_eq!(manifest.env_pass(), ["MYAGENT_*", "*_API_KEY"]);
+    let e = Manifest::parse(
+        "name = 'a'\ncommand = 'a'\nargs = ['{{prompt}}']\nenv_pass = ['OK_*', 'NOT OK']",
+        None,
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("env_pass") && text.contains("NOT OK"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_built_in_agents_pass_their_own_variables_and_exec_the_build_toolchains() {
+    let passes = |runner: &str, name: &str| {
+        let manifest = Manifest::builtin(runner).unwrap();
+        weft_agents::contain::env::filter([(name, std::ffi::OsStr::new("v"))], manifest.env_pass())
+            .0
+            .len()
+            == 1
+    };
+    for (runner, name) in [
+        ("claude-code", "ANTHROPIC_API_KEY"),
+        ("claude-code", "CLAUDE_CONFIG_DIR"),
+        ("codex", "OPENAI_BASE_URL"),
+        ("codex", "CODEX_HOME"),
+        ("opencode", "OPENCODE_CONFIG"),
+        ("opencode", "XDG_DATA_HOME"),
+        ("claude-code", "HTTPS_PROXY"),
+        ("codex", "https_proxy"),
+        ("opencode", "NODE_EXTRA_CA_CERTS"),
+        ("claude-code", "DISABLE_AUTOUPDATER"),
+        ("exec", "CARGO_HOME"),
+        ("exec", "VIRTUAL_ENV"),
+        ("exec", "SSL_CERT_FILE"),
+    ] {
+        assert!(passes(runner, name), "{runner} should pass {name}");
+    }
+    for (runner, name) in [
+        ("claude-code", "AWS_SECRET_ACCESS_KEY"),
+        ("codex", "DATABASE_URL"),
+        ("opencode", "GITHUB_TOKEN"),
+        ("exec", "ANTHROPIC_API_KEY"),
+        ("exec", "GIT_DIR"),
+    ] {
+        assert!(!passes(runner, name), "{runner} should not pass {name}");
+    }
+}

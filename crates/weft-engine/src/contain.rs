@@ -8,15 +8,23 @@
 //! (`TMPDIR`, `<state>/tmp/<attempt>`); the device files; and, for an agent, its
 //! manifest's `write_paths` plus the `write_paths` setting. Nothing else: not the user's
 //! checkout, other worktrees, the integration checkout (from a task), nor `.weft/`.
+//!
+//! What a contained process gets of weft's environment (`weft_agents::contain::env`):
+//! the base (`PATH`, `HOME`, `LANG`, `WEFT_*`, …), its runner manifest's `env_pass`, and
+//! the `env_pass` setting; checks, ops tasks and the `exec` runner get the `exec`
+//! manifest's (the common build toolchains' variables), an agent-CLI planner its CLI's.
+//! Then the variables weft sets for it, unfiltered.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use weft_agents::contain::env::Passed;
 use weft_agents::contain::{WritePaths, resolve_write_path, worktree_admin_dir};
 use weft_agents::manifest::Manifest;
 
+pub use weft_agents::contain::env;
 pub use weft_agents::contain::{
     Confine, Containment, SUPERVISOR_ARG, landlock_available, supervisor_main,
 };
@@ -46,7 +54,35 @@ pub struct ContainConfig {
     pub landlock_available: bool,
     /// Extra writable paths for every runner (entries as in a manifest's `write_paths`).
     pub write_paths: Vec<String>,
+    /// The `env_pass` setting: patterns of the variables every process gets beyond the
+    /// base and its runner's (`["*"]`: all of them).
+    pub env_pass: Vec<String>,
     pub env: EnvSnapshot,
+}
+
+impl ContainConfig {
+    /// What a process whose runner passes `runner_pass` gets of the environment: the
+    /// base, `runner_pass` and the `env_pass` setting. `None` (a check or an ops task):
+    /// the `exec` runner's patterns.
+    pub fn passed_env(&self, runner_pass: Option<&[String]>) -> Passed {
+        let exec;
+        let runner_pass = match runner_pass {
+            Some(pass) => pass,
+            None => {
+                exec = Manifest::builtin("exec").map(|m| m.env_pass().to_vec());
+                exec.as_deref().unwrap_or_default()
+            }
+        };
+        let patterns: Vec<&str> = runner_pass
+            .iter()
+            .chain(&self.env_pass)
+            .map(String::as_str)
+            .collect();
+        env::filter(
+            self.env.0.iter().map(|(k, v)| (k.as_str(), v.as_os_str())),
+            &patterns,
+        )
+    }
 }
 
 /// Whether this run's processes are confined; refuses `confine = "landlock"` on a
@@ -118,11 +154,13 @@ pub(crate) fn containment(
         Ok(false) => None,
         Err(e) => return Err(e.to_string()),
     };
+    let env = config.contain.passed_env(manifest.map(Manifest::env_pass));
     Ok(Some(Containment {
         supervisor: supervisor.clone(),
         kill_grace: config.limits.kill_grace,
         confine,
         tmp_dir: Some(tmp),
+        env: Some(env),
     }))
 }
 
@@ -217,10 +255,17 @@ pub fn planner_containment(
     } else {
         None
     };
+    let env = contain.passed_env(Some(
+        Manifest::builtin(runner)
+            .map(|m| m.env_pass().to_vec())
+            .unwrap_or_default()
+            .as_slice(),
+    ));
     Ok(Some(Containment {
         supervisor: supervisor.clone(),
         kill_grace: weft_agents::contain::DEFAULT_KILL_GRACE,
         confine,
         tmp_dir: Some(tmp),
+        env: Some(env),
     }))
 }

@@ -15,8 +15,12 @@ pub struct Preview {
     pub program: String,
     pub args: Vec<String>,
     pub cwd: String,
-    /// Variables added on top of weft's environment, secrets masked.
+    /// The exact environment the process starts with, secrets masked: what it is passed
+    /// of weft's environment (the base, its runner's and the setting's `env_pass`), then
+    /// what weft sets for it.
     pub env: Vec<(String, String)>,
+    /// How many variables of weft's environment it is not passed.
+    pub env_withheld: usize,
     /// How the prompt is delivered: stdin, argument, file or env.
     pub prompt_via: String,
     pub prompt: String,
@@ -47,6 +51,22 @@ pub fn preview(
         },
     )?;
     let spec = &launch.spec;
+    let manifest = crate::attempt::manifest_for(config, plan, index).ok();
+    // Uncontained (an engine embedded without the weft binary), a process inherits
+    // weft's whole environment.
+    let passed = match config.contain.supervisor {
+        Some(_) => config
+            .contain
+            .passed_env(manifest.map(weft_agents::manifest::Manifest::env_pass)),
+        None => config
+            .contain
+            .env
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+            .into(),
+    };
     // The prompt appears once, below; argv shows where it goes.
     let args = spec
         .args
@@ -76,24 +96,46 @@ pub fn preview(
         program: spec.program.clone(),
         args,
         cwd: spec.cwd.display().to_string(),
-        env: spec
-            .env
-            .iter()
+        env: exact_env(config, &passed, spec)
+            .into_iter()
             .map(|(k, v)| {
                 let shown = if k == "WEFT_PROMPT" {
                     "<prompt>".to_owned()
                 } else {
-                    shown_value(k, v)
+                    shown_value(&k, &v)
                 };
-                (k.clone(), mask(&shown, &config.supervision.secrets))
+                (k, mask(&shown, &config.supervision.secrets))
             })
             .collect(),
+        env_withheld: config.contain.env.0.len().saturating_sub(passed.0.len()),
         prompt_via: prompt_via.into(),
         prompt: mask(&launch.prompt, &config.supervision.secrets),
-        confinement: crate::contain::preview(
-            config,
-            &spec.cwd,
-            crate::attempt::manifest_for(config, plan, index).ok(),
-        ),
+        confinement: crate::contain::preview(config, &spec.cwd, manifest),
     })
+}
+
+/// What the process's environment will be: the passed variables, those the launch sets
+/// (replacing a passed one of the same name) and the per-attempt `TMPDIR`.
+fn exact_env(
+    config: &EngineConfig,
+    passed: &weft_agents::contain::env::Passed,
+    spec: &weft_agents::manifest::LaunchSpec,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = passed
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string_lossy().into_owned()))
+        .collect();
+    let mut set = |name: &str, value: String| {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_owned(), value));
+    };
+    for (name, value) in &spec.env {
+        set(name, value.clone());
+    }
+    if config.contain.supervisor.is_some() {
+        let tmp = config.state_dir.join("tmp").join("<attempt>");
+        set("TMPDIR", tmp.display().to_string());
+    }
+    env
 }

@@ -390,6 +390,7 @@ fn a_confined_codex_planner_runs_without_codex_sandbox_and_an_unconfined_one_rea
         kill_grace: Duration::from_secs(1),
         confine: Some(WritePaths::default()),
         tmp_dir: None,
+        env: None,
     });
     let confined = AgentCliPlanner::new(config.clone());
     assert_eq!(sandbox(&confined).as_deref(), Some("danger-full-access"));

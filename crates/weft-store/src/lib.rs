@@ -22,6 +22,9 @@ mod runs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use fs_err::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt;
+
 use fs_err as fs;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 pub use weft_core::Event;
@@ -120,7 +123,11 @@ impl Store {
     pub fn open_or_create(state_dir: &Path, options: OpenOptions) -> Result<Store, StoreError> {
         prepare_state_dir(state_dir)?;
         let path = state_dir.join(DATABASE_FILE);
-        database_file_exists(&path)?;
+        if !database_file_exists(&path)? {
+            // Created here, 0600, rather than by SQLite (0644 less the umask): its `-wal`
+            // and `-shm` files take the database file's mode.
+            create_private_file(&path)?;
+        }
         Store::open_path(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
@@ -145,6 +152,7 @@ impl Store {
             busy_waits: Vec::new(),
         };
         store.prepare()?;
+        tighten_database_files(&store.path);
         Ok(store)
     }
 
@@ -572,7 +580,67 @@ fn database_file_exists(path: &Path) -> Result<bool, StoreError> {
     }
 }
 
-/// Create `.weft/` and its `.gitignore` (never overwriting one the user edited).
+/// Mode of `.weft/` (and every folder weft makes in it): only the user may enter it.
+pub const STATE_DIR_MODE: u32 = 0o700;
+/// Mode of every file weft writes in `.weft/`.
+pub const STATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `path`, empty, `0600` whatever the umask (`create_new`: never over a file).
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(STATE_FILE_MODE)
+        .open(path)
+    {
+        // The umask can only have removed bits from 0600; chmod says it exactly.
+        Ok(file) => file
+            .set_permissions(std::fs::Permissions::from_mode(STATE_FILE_MODE))
+            .map_err(io),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(io(source)),
+    }
+}
+
+/// Sets `path` to `mode` when it is not already (a store an earlier weft made 0644).
+fn tighten(path: &Path, mode: u32) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = fs::metadata(path).map_err(io)?;
+    if meta.permissions().mode() & 0o7777 != mode {
+        fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// The database and its `-wal` and `-shm` files `0600`, its folder `.weft/` `0700`. Best
+/// effort: a file another user owns (which we could still open) keeps its mode rather
+/// than failing the open.
+fn tighten_database_files(db: &Path) {
+    if let Some(dir) = db.parent() {
+        let _ = tighten(dir, STATE_DIR_MODE);
+    }
+    let mut paths = vec![db.to_owned()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        paths.push(PathBuf::from(name));
+    }
+    for path in paths {
+        if path.exists() {
+            let _ = tighten(&path, STATE_FILE_MODE);
+        }
+    }
+}
+
+/// Create `.weft/` (`0700`, or tighten it to that) and its `.gitignore` (never
+/// overwriting one the user edited).
 fn prepare_state_dir(state_dir: &Path) -> Result<(), StoreError> {
     match fs::metadata(state_dir) {
         Ok(meta) if meta.is_dir() => {}
@@ -582,10 +650,15 @@ fn prepare_state_dir(state_dir: &Path) -> Result<(), StoreError> {
             });
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
-                path: state_dir.to_owned(),
-                source,
-            })?;
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(STATE_DIR_MODE)
+                .create(state_dir)
+                .map_err(|source| StoreError::Io {
+                    path: state_dir.to_owned(),
+                    source,
+                })?;
         }
         Err(source) => {
             return Err(StoreError::Io {
@@ -594,10 +667,12 @@ fn prepare_state_dir(state_dir: &Path) -> Result<(), StoreError> {
             });
         }
     }
+    tighten(state_dir, STATE_DIR_MODE)?;
     let ignore = state_dir.join(".gitignore");
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(STATE_FILE_MODE)
         .open(&ignore)
     {
         Ok(mut file) => {

@@ -213,6 +213,7 @@ impl Ctx {
             confine,
             landlock_available: available,
             write_paths: self.settings.supervision.write_paths.clone(),
+            env_pass: self.settings.supervision.env_pass.clone(),
             env: weft_engine::contain::EnvSnapshot(env),
         }
     }

@@ -160,6 +160,13 @@ pub const WRITE_PATHS: Key<Vec<String>> = Key {
     about: "more folders every confined runner may write, besides its worktree, TMPDIR and its manifest's write_paths (comma-separated or a TOML list; ~/, $VAR and ${VAR:-fallback} expand)",
     parse: list,
 };
+pub const ENV_PASS: Key<Vec<String>> = Key {
+    name: "env_pass",
+    env: "WEFT_ENV_PASS",
+    default: "",
+    about: "more variables of your environment every task, check and planner gets, besides the base (PATH, HOME, LANG, WEFT_*, …) and its runner's env_pass (patterns, `*` any characters, comma-separated or a TOML list; `*` passes everything)",
+    parse: env_pass,
+};
 pub const ANSWER_CHARS: Key<usize> = Key {
     name: "answer_chars",
     env: "WEFT_ANSWER_CHARS",
@@ -227,6 +234,7 @@ pub static KEYS: &[&dyn Described] = &[
     &SETUP,
     &CONFINE,
     &WRITE_PATHS,
+    &ENV_PASS,
     &ANSWER_CHARS,
     &PLANNER,
     &PLANNER_TIMEOUT,
@@ -275,6 +283,15 @@ fn whole_number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
 
 fn confine(value: &str) -> Result<Confine, String> {
     Confine::parse(value.trim()).ok_or_else(|| "must be auto, landlock or off".into())
+}
+
+fn env_pass(value: &str) -> Result<Vec<String>, String> {
+    let patterns = list(value)?;
+    for pattern in &patterns {
+        weft_engine::contain::env::check_pattern(pattern)
+            .map_err(|e| format!("`{pattern}`: {e}"))?;
+    }
+    Ok(patterns)
 }
 
 fn parallel(value: &str) -> Result<u32, String> {
@@ -430,6 +447,8 @@ pub struct SupervisionSettings {
     pub confine: Confine,
     /// More writable paths for every confined runner (entries as in a manifest).
     pub write_paths: Vec<String>,
+    /// More variables every process gets of weft's environment (patterns).
+    pub env_pass: Vec<String>,
 }
 
 /// Who plans from a goal, and for how long.
@@ -566,6 +585,7 @@ impl Settings {
             marker_grace: r.get(&MARKER_GRACE)?,
             confine: r.get(&CONFINE)?,
             write_paths: r.get(&WRITE_PATHS)?,
+            env_pass: r.get(&ENV_PASS)?,
         };
         let enabled = r.get(&ISOLATION)?;
         let repos = r.get(&REPOS)?;

@@ -307,14 +307,11 @@ fn exit_like(status: Option<std::process::ExitStatus>) -> ExitCode {
     ExitCode::from(u8::try_from(128 + raw).unwrap_or(u8::MAX))
 }
 
-/// Creates `folder` (and its parents) readable only by the user when it is new.
+/// Creates `folder` (and its parents) readable only by the user when it is new (an
+/// agent's existing state folder is left as the user made it).
 fn create_private(folder: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     if folder.is_dir() {
         return Ok(());
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(folder)
+    super::private::create_dir_all(folder)
 }

@@ -252,12 +252,9 @@ impl LogFile {
                 error: None,
             });
         }
-        if let Some(parent) = path.parent()
-            && !parent.as_os_str().is_empty()
-        {
-            fs_err::create_dir_all(parent)?;
-        }
-        let file = fs_err::File::create(path)?;
+        // Readable only by the user, whatever the umask: the log may hold secrets an
+        // agent printed that no mask recognised.
+        let file = fs_err::File::from_parts(crate::contain::private::create_file(path)?, path);
         Ok(Self {
             file: Some(file),
             path: path.to_owned(),

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
-use fs_err as fs;
 use weft_agents::supervise::process_start_ticks;
 use weft_core::event::{ControlRequest, Event, EventKind, RunTotals};
 use weft_core::{PlanStatus, RunStatus, TaskKind, TaskStatus};
@@ -103,9 +102,12 @@ impl<'a> RunLoop<'a> {
         let log_dir = config.state_dir.join("logs").join(&run_id);
         let prompt_dir = config.state_dir.join("prompts").join(&run_id);
         for dir in [&log_dir, &prompt_dir] {
-            fs::create_dir_all(dir).map_err(|error| EngineError::Io {
-                path: dir.display().to_string(),
-                error,
+            // 0700: what agents print may hold secrets no mask recognised.
+            weft_agents::contain::private::create_dir_all(dir).map_err(|error| {
+                EngineError::Io {
+                    path: dir.display().to_string(),
+                    error,
+                }
             })?;
         }
         let (isolation, stashes) = startup::isolate(config, &mut store, &claimed.run, on_event)?;

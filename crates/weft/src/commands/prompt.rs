@@ -56,7 +56,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         }
     }
     if !preview.env.is_empty() {
-        let _ = writeln!(text, "env:");
+        let _ = writeln!(
+            text,
+            "env:     exactly these ({} of your variables withheld; the env_pass setting passes more)",
+            preview.env_withheld
+        );
         for (name, value) in &preview.env {
             let _ = writeln!(text, "  {name}={value}");
         }
