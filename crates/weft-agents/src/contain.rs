@@ -310,6 +310,31 @@ pub(crate) fn supervisor_command(
     command
 }
 
+/// A command that runs `program` with `args` under `containment`'s supervisor, for a
+/// caller that runs and watches the process itself (the planner's research commands):
+/// the caller sets its directory, environment and stdio, which the program inherits
+/// through the supervisor. Signalling the command's process group (or the supervisor)
+/// ends everything it started. `program` is found on `path` now, so a missing one is an
+/// error here. [`Containment::env`] is not applied: the caller sets the environment.
+pub fn wrap(
+    containment: &Containment,
+    program: &std::ffi::OsStr,
+    args: &[&std::ffi::OsStr],
+    path: Option<&std::ffi::OsStr>,
+) -> std::io::Result<Command> {
+    let found = find_program(&program.to_string_lossy(), path).map_err(|kind| {
+        std::io::Error::new(
+            kind,
+            format!("cannot start `{}`", program.to_string_lossy()),
+        )
+    })?;
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    Ok(supervisor_command(containment, &found, &args))
+}
+
 /// Finds `program` the way `execvp` would (a name with a `/` as it is, else the first
 /// executable file of that name on `path`), so that "not found" is still an error of
 /// the spawn and not an exit code of the supervisor.

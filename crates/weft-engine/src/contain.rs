@@ -107,7 +107,7 @@ pub fn write_paths(
     cwd: &Path,
     manifest: Option<&Manifest>,
 ) -> Result<WritePaths, String> {
-    let mut paths = vec![cwd.to_path_buf()];
+    let mut paths = folder_paths(cwd, &config.state_dir)?;
     paths.extend(worktree_admin_dir(cwd));
     let mut create = Vec::new();
     let env = &config.contain.env.0;
@@ -130,6 +130,38 @@ pub fn write_paths(
         }
     }
     Ok(WritePaths { paths, create })
+}
+
+/// What a process running in `cwd` may write of it: `cwd` itself, or, when `cwd` holds
+/// the state folder (a shared run, in the workspace), each entry of `cwd` but the state
+/// folder. Landlock cannot take a folder back from beneath a granted one, so the
+/// workspace itself is not granted: its entries are, one by one (its files for writing,
+/// its folders wholly), and creating, renaming or deleting entries directly in the
+/// workspace's top folder is refused. Symbolic links there are skipped: a rule would
+/// grant what they point to.
+fn folder_paths(cwd: &Path, state_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let Ok(inside) = state_dir.strip_prefix(cwd) else {
+        return Ok(vec![cwd.to_path_buf()]);
+    };
+    let Some(first) = inside.components().next() else {
+        // The state folder is the folder itself: nothing of it may be written.
+        return Ok(Vec::new());
+    };
+    let entries = std::fs::read_dir(cwd).map_err(|e| format!("{}: {e}", cwd.display()))?;
+    let mut paths = Vec::new();
+    for entry in entries.flatten() {
+        if entry.file_name() == first.as_os_str() {
+            continue;
+        }
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => {}
+            Ok(_) => paths.push(path),
+            Err(_) => {}
+        }
+    }
+    paths.sort();
+    Ok(paths)
 }
 
 /// The per-attempt temp folder of `attempt` (created by its supervisor).
@@ -267,5 +299,41 @@ pub fn planner_containment(
         confine,
         tmp_dir: Some(tmp),
         env: Some(env),
+    }))
+}
+
+/// The containment of the openai planner's research commands (`run_command` and the git
+/// tools): contained like an attempt and, when confined, writing nothing but a private
+/// temp folder and the devices: no write access to the workspace at all, whatever the
+/// command policy let through. Their environment is the research tools' own (scrubbed).
+pub fn research_containment(
+    contain: &ContainConfig,
+    state_dir: &Path,
+) -> Result<Option<Containment>, EngineError> {
+    let Some(supervisor) = &contain.supervisor else {
+        return Ok(None);
+    };
+    let confine = match (contain.confine, contain.landlock_available) {
+        (Confine::Off, _) | (Confine::Auto, false) => None,
+        (_, true) => Some(WritePaths::default()),
+        (Confine::Landlock, false) => {
+            return Err(EngineError::Refused {
+                detail: "confine = \"landlock\", but this kernel does not enforce Landlock, so weft cannot keep the planner's commands read-only".into(),
+                hint: "set `confine = \"auto\"` or `confine = \"off\"`, or plan from a plan file (`weft plan --file`)".into(),
+            });
+        }
+    };
+    Ok(Some(Containment {
+        supervisor: supervisor.clone(),
+        // The research runner kills the command's group 300 ms after asking it to stop;
+        // the supervisor ends what the command started within that.
+        kill_grace: std::time::Duration::from_millis(100),
+        confine,
+        tmp_dir: Some(
+            state_dir
+                .join("tmp")
+                .join(format!("research-{}", std::process::id())),
+        ),
+        env: None,
     }))
 }

@@ -90,6 +90,9 @@ pub struct PlanningConfig {
     /// How an agent-CLI planner's processes are contained (see
     /// [`crate::contain::planner_containment`]); `None`: uncontained.
     pub contain: Option<crate::contain::Containment>,
+    /// How the openai planner's research commands are contained (see
+    /// [`crate::contain::research_containment`]); `None`: run directly.
+    pub research_contain: Option<crate::contain::Containment>,
 }
 
 impl PlanningConfig {
@@ -114,6 +117,7 @@ impl PlanningConfig {
             interrupt: None,
             converse: style == Style::Conversation,
             contain: None,
+            research_contain: None,
         }
     }
 
@@ -226,6 +230,7 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             research.secrets = config.secrets.clone();
             research.home = config.env("HOME").map(PathBuf::from);
             research.env = Some(config.env.clone());
+            research.contain = config.research_contain.clone();
             Ok(Backend::Api {
                 model: Box::new(OpenAiModel::new(openai)),
                 research: Research::new(research),

@@ -109,6 +109,9 @@ pub struct ResearchConfig {
     /// The environment commands start from (secret-named variables are removed); `None`
     /// inherits this process's.
     pub env: Option<Vec<(String, String)>>,
+    /// How commands and git calls are contained (weft's supervisor, a read-only Landlock
+    /// ruleset); `None`: run directly, read-only by the command policy alone.
+    pub contain: Option<weft_agents::contain::Containment>,
 }
 
 impl ResearchConfig {
@@ -127,6 +130,7 @@ impl ResearchConfig {
             max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
             home: None,
             env: None,
+            contain: None,
         }
     }
 }
@@ -353,23 +357,44 @@ impl Research {
     /// and output limits; its output comes back masked (a secret cut at the cap too).
     pub(crate) fn run_masked(
         &self,
-        mut command: std::process::Command,
+        command: std::process::Command,
     ) -> std::io::Result<(ProcessOutput, String)> {
-        command
-            .current_dir(self.workspace())
-            .env_clear()
-            .envs(scrub_env(match &self.config.env {
-                Some(vars) => vars
+        let env = scrub_env(match &self.config.env {
+            Some(vars) => vars
+                .iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect::<Vec<_>>(),
+            None => std::env::vars_os().collect(),
+        });
+        // Contained: the command runs under weft's supervisor, whose Landlock ruleset
+        // grants no write access to the workspace (or anywhere but a private temp folder
+        // and the devices), whatever the command policy let through.
+        let mut command = match &self.config.contain {
+            Some(containment) => {
+                let path = env
                     .iter()
-                    .map(|(k, v)| (k.into(), v.into()))
-                    .collect::<Vec<_>>(),
-                None => std::env::vars_os().collect(),
-            }));
+                    .find(|(k, _)| k == "PATH")
+                    .map(|(_, v)| v.as_os_str());
+                let args: Vec<&std::ffi::OsStr> = command.get_args().collect();
+                weft_agents::contain::wrap(containment, command.get_program(), &args, path)?
+            }
+            None => command,
+        };
+        command.current_dir(self.workspace()).env_clear().envs(env);
         let out = run_process(
             command,
             self.config.command_timeout,
             self.config.max_output_bytes,
-        )?;
+        );
+        if let Some(tmp) = self
+            .config
+            .contain
+            .as_ref()
+            .and_then(|c| c.tmp_dir.as_ref())
+        {
+            let _ = fs_err::remove_dir_all(tmp);
+        }
+        let out = out?;
         let mut text = self.mask(&String::from_utf8_lossy(&out.output));
         if out.truncated {
             text = mask_cut_tail(&text, &self.secrets);

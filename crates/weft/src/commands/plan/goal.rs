@@ -105,6 +105,12 @@ pub fn planning_config(ctx: &Ctx, args: &PlannerArgs, style: Style) -> CliResult
             kind.name(),
         )?;
     }
+    if choice == PlannerChoice::OpenAi {
+        config.research_contain = weft_engine::contain::research_containment(
+            &ctx.contain_config(),
+            &ctx.workspace.state_dir(),
+        )?;
+    }
     config.model = args.model.clone();
     if args.effort.is_some() && choice == PlannerChoice::OpenAi {
         return Err(CliError::new(
