@@ -7,13 +7,15 @@
 use crate::engine::statuses;
 use crate::harness::Weft;
 
-/// A plan of one Claude Code task that prints its environment, and one exec task that
-/// does the same (what checks and ops tasks get).
+/// A plan of one Claude Code task that prints its environment (its check passes only
+/// when the unlisted variables did not reach it, or `EXPECT_ALL=1` did), and one exec
+/// task that does the same (what checks and ops tasks get).
 fn env_plan(weft: &Weft) {
     weft.write(
         "plan.toml",
         "goal = \"g\"\n\
          [[tasks]]\nid = \"agent\"\ntitle = \"agent\"\nrunner = \"claude-code\"\nprompt = '''\n@fake run env\n@fake marker\n'''\n\
+         checks = ['test -z \"$UNLISTED_SETTING$DATABASE_URL\" || test \"$EXPECT_ALL\" = 1']\n\
          [[tasks]]\nid = \"shell\"\ntitle = \"shell\"\nrunner = \"exec\"\nprompt = 'env'\n",
     );
     weft.ok(&["plan", "--file", "plan.toml"]);
@@ -77,7 +79,13 @@ fn a_variable_no_pattern_names_does_not_reach_the_agent_or_a_command() {
 fn the_env_pass_setting_passes_what_its_patterns_name_and_star_passes_everything() {
     let weft = Weft::with_agents();
     env_plan(&weft);
-    let (agent, shell) = run_logs(&weft, VARS, &["-c", "env_pass=UNLISTED_*,NOT_SET"]);
+    let mut vars = VARS.to_vec();
+    vars.push(("EXPECT_ALL", "1"));
+    let (agent, shell) = run_logs(
+        &weft,
+        &vars,
+        &["-c", "env_pass=UNLISTED_*,NOT_SET,EXPECT_ALL"],
+    );
     for log in [&agent, &shell] {
         assert!(log.contains("UNLISTED_SETTING=plain-value-1"), "{log}");
         assert!(!log.contains("DATABASE_URL"), "{log}");
@@ -86,7 +94,9 @@ fn the_env_pass_setting_passes_what_its_patterns_name_and_star_passes_everything
     let weft = Weft::with_agents();
     env_plan(&weft);
     weft.write("weft.toml", "env_pass = [\"*\"]\n");
-    let (agent, shell) = run_logs(&weft, VARS, &[]);
+    let mut vars = VARS.to_vec();
+    vars.push(("EXPECT_ALL", "1"));
+    let (agent, shell) = run_logs(&weft, &vars, &[]);
     for log in [&agent, &shell] {
         assert!(log.contains("UNLISTED_SETTING=plain-value-1"), "{log}");
         assert!(log.contains("CARGO_TARGET_DIR=/tmp/shared-target"), "{log}");
