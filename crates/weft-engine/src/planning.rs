@@ -244,7 +244,13 @@ pub fn backend(config: &PlanningConfig) -> Result<Backend, PlannerError> {
             cli.model = config.model.clone();
             cli.effort = config.effort.clone();
             cli.turn_timeout = config.turn_timeout;
-            cli.env = config.env.clone();
+            // Contained, the CLI's environment is its containment's allow-list of weft's
+            // (`contain::planner_containment`); handing it the whole planning
+            // environment as extra variables would pass everything.
+            cli.env = match &config.contain {
+                Some(contain) if contain.env.is_some() => Vec::new(),
+                _ => config.env.clone(),
+            };
             cli.interrupt = config.interrupt.clone();
             cli.contain = config.contain.clone();
             Ok(Backend::Agent(Box::new(AgentCliPlanner::new(cli))))

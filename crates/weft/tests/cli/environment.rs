@@ -157,3 +157,22 @@ fn prompt_shows_the_exact_environment_with_secret_values_masked() {
     let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert!(value["env_withheld"].as_u64().is_some(), "{value}");
 }
+
+#[test]
+fn an_agent_cli_planner_gets_the_allow_listed_environment_too() {
+    let weft = Weft::with_agents();
+    let args = ["plan", "x", "--yes", "--planner", "claude-code"];
+    let mut command = weft.command(&args);
+    // Unconfined here, so that the planner's shell can leave what it saw in the workspace.
+    command
+        .env("WEFT_FAKE_SCRIPT", "run env > planner-env.txt\nsay done")
+        .envs(VARS.iter().copied());
+    let run = weft.run_command(&args, command);
+    let seen = std::fs::read_to_string(weft.work().join("planner-env.txt"))
+        .unwrap_or_else(|_| panic!("the planner's shell did not run: {}", weft.show(&run)));
+    assert!(seen.contains("ANTHROPIC_MODEL=claude-test-model"), "{seen}");
+    assert!(seen.contains("HOME="), "{seen}");
+    assert!(!seen.contains("UNLISTED_SETTING"), "{seen}");
+    assert!(!seen.contains("DATABASE_URL"), "{seen}");
+    assert!(!seen.contains("CARGO_TARGET_DIR"), "{seen}");
+}
