@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use weft_engine::EngineEvent;
 
+use crate::render::safe;
+
 /// How events reach the person.
 pub enum Progress {
     Plain,
@@ -27,7 +29,7 @@ impl Progress {
     pub fn event(&mut self, event: &EngineEvent) {
         match self {
             Progress::Plain => {
-                if let Some(line) = plain_line(event) {
+                if let Some(line) = plain_line(event).map(|l| safe(&l).into_owned()) {
                     let mut out = std::io::stdout().lock();
                     let _ = writeln!(out, "{line}");
                     let _ = out.flush();
@@ -217,7 +219,7 @@ impl LiveDisplay {
             let _ = write!(out, "\x1b[1A\x1b[2K");
         }
         if let Some(line) = plain_line(event) {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", safe(&line));
         }
         let width = terminal_width();
         let mut rows: Vec<&Running> = self.running.values().collect();
@@ -233,6 +235,9 @@ impl LiveDisplay {
                 elapsed % 60,
                 r.activity
             );
+            // An agent's line could move the cursor or clear the screen: escaped first,
+            // then cut, so a cut never splits a sequence.
+            let line = safe(&line);
             let cut: String = line.chars().take(width.saturating_sub(1)).collect();
             let _ = writeln!(out, "{cut}");
         }

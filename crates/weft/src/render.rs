@@ -1,5 +1,12 @@
 //! Turning plans into text for people and JSON for programs.
+//!
+//! Terminal safety: every text an agent or a planner could have written (a title, a goal,
+//! a verdict's reason, a refused tool's name, an event's text) passes through [`safe`]
+//! before it is written: its control sequences are shown escaped and its colour is
+//! removed (a table's own colours are weft's; an agent's would break its columns).
+//! JSON needs nothing: serde writes every control character as `\u00XX`.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -41,6 +48,13 @@ pub fn usage_by_task(attempts: &[weft_core::Attempt]) -> HashMap<String, TaskUsa
         entry.landing = attempt.landing.clone();
     }
     usage
+}
+
+/// `text` as it may be written to a terminal: every control sequence shown escaped
+/// (`\x1b[2J`), colour removed; borrowed (no copy) when it holds none, which is nearly
+/// always.
+pub fn safe(text: &str) -> Cow<'_, str> {
+    weft_core::terminal::sanitize_str(text, weft_core::terminal::Keep::Nothing)
 }
 
 /// Longest title the plan map shows before it cuts with `…`.
@@ -173,7 +187,7 @@ pub fn plan_map_styled(
         if plan.tasks.len() == 1 { "" } else { "s" },
         minute(plan.updated_at),
     )?;
-    writeln!(out, "goal: {}", plan.goal)?;
+    writeln!(out, "goal: {}", safe(&plan.goal))?;
     if plan.tasks.is_empty() {
         if plan.status == PlanStatus::Draft {
             writeln!(
@@ -198,9 +212,10 @@ pub fn plan_map_styled(
     for task in &plan.tasks {
         let (status, note) = status_label(task, usage);
         status_width = status_width.max(status.len() + note.len());
-        let (title, cut) = cut_parts(&task.title, MAP_TITLE_CHARS);
+        let title = safe(&task.title);
+        let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
         title_width = title_width.max(chars(title) + usize::from(cut));
-        runner_width = runner_width.max(runner_str(task, plan, default_runner).len());
+        runner_width = runner_width.max(chars(&safe(runner_str(task, plan, default_runner))));
     }
     writeln!(out)?;
     writeln!(
@@ -227,16 +242,17 @@ pub fn plan_map_styled(
             let _ = write!(line, "{}", style.render_reset());
         }
         line.push_str("  ");
-        let (title, cut) = cut_parts(&task.title, MAP_TITLE_CHARS);
+        let title = safe(&task.title);
+        let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
         line.push_str(title);
         if cut {
             line.push('…');
         }
         pad(&mut line, title_width - chars(title) - usize::from(cut));
         line.push_str("  ");
-        let runner = runner_str(task, plan, default_runner);
-        line.push_str(runner);
-        pad(&mut line, runner_width - runner.len());
+        let runner = safe(runner_str(task, plan, default_runner));
+        line.push_str(&runner);
+        pad(&mut line, runner_width - chars(&runner));
         line.push_str("  ");
         if task.dependencies.is_empty() {
             line.push('-');
@@ -249,7 +265,7 @@ pub fn plan_map_styled(
                 Some(order) => {
                     let _ = write!(line, "{order}");
                 }
-                None => line.push_str(dependency),
+                None => line.push_str(&safe(dependency)),
             }
         }
         line.push('\n');
@@ -270,7 +286,7 @@ pub fn plan_map_styled(
                 "  #{} {}: {}",
                 task.order,
                 task.status,
-                cut(&verdict.reason, 100)
+                cut(&safe(&verdict.reason), 100)
             ));
         }
         let Some(used) = usage.get(&task.id) else {
@@ -292,7 +308,7 @@ pub fn plan_map_styled(
             ));
         }
         if !used.denials.is_empty() {
-            let tools: Vec<&str> = used.denials.iter().map(|d| d.tool.as_str()).collect();
+            let tools: Vec<Cow<'_, str>> = used.denials.iter().map(|d| safe(&d.tool)).collect();
             notes.push(format!(
                 "  #{} was refused {} tool call(s): {}",
                 task.order,
@@ -423,12 +439,13 @@ pub fn event_line(event: &weft_core::Event) -> String {
         (None, None, Some(plan)) => format!("plan {}", weft_core::model::short_id(plan)),
         (None, None, None) => "workspace".to_owned(),
     };
-    format!(
+    let line = format!(
         "{:>6}  {}  {about}: {}",
         event.seq,
         minute(event.at),
         describe_event(&event.event)
-    )
+    );
+    safe(&line).into_owned()
 }
 
 fn list(items: &[String]) -> String {

@@ -13,7 +13,7 @@ use crate::cli::Globals;
 use crate::commands::{print_plan_map, stdout, styled};
 use crate::context::Ctx;
 use crate::error::CliResult;
-use crate::render::{TaskUsage, plan_json, plan_map, usage_by_task};
+use crate::render::{TaskUsage, plan_json, plan_map, safe, usage_by_task};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -94,7 +94,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         if !kept.is_empty() {
             text.push_str("\nkept worktrees:\n");
             for k in kept.iter().take(KEPT_SHOWN) {
-                text.push_str(&format!("  {} (task {}): {}\n", k.path, k.task, k.reason));
+                text.push_str(&format!(
+                    "  {} (task {}): {}\n",
+                    safe(&k.path),
+                    safe(&k.task),
+                    safe(&k.reason)
+                ));
             }
             if kept.len() > KEPT_SHOWN {
                 text.push_str(&format!(

@@ -10,6 +10,7 @@ use crate::cli::Globals;
 use crate::commands::{print_json, stdout};
 use crate::context::{Ctx, transcript_locator};
 use crate::error::{CliError, CliResult};
+use crate::render::safe;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -70,10 +71,16 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     if args.json {
         return print_json(&found);
     }
+    // The path, the session id and the answer come from the agent's files: shown with
+    // their control sequences escaped (`render::safe`); the JSON form escapes them anyway.
     let mut text = String::new();
-    let _ = writeln!(text, "transcript: {}", found.path.display());
+    let _ = writeln!(
+        text,
+        "transcript: {}",
+        safe(&found.path.display().to_string())
+    );
     if let Some(id) = &found.session_id {
-        let _ = writeln!(text, "session:    {id}");
+        let _ = writeln!(text, "session:    {}", safe(id));
     }
     let evidence = if found.weak {
         "weak match (no marker in it): not evidence"
@@ -84,10 +91,10 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     };
     let _ = writeln!(text, "match:      {evidence}");
     for step in &found.how {
-        let _ = writeln!(text, "  - {step}");
+        let _ = writeln!(text, "  - {}", safe(step));
     }
     let _ = writeln!(text, "--- final answer");
-    text.push_str(found.final_answer.as_deref().unwrap_or("(none)"));
+    text.push_str(&safe(found.final_answer.as_deref().unwrap_or("(none)")));
     text.push('\n');
     stdout(&text)
 }

@@ -23,3 +23,4 @@ mod serve;
 mod sessions;
 mod store_errors;
 mod task;
+mod terminal;
