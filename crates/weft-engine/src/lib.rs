@@ -4,7 +4,8 @@
 //! behind, starts ready tasks up to the slot cap, supervises each attempt on its own
 //! threads, judges it by evidence, and writes every state change to the store, where any
 //! other weft process can read it and leave control requests. It never prints: front ends
-//! receive [`EngineEvent`]s and render them.
+//! receive [`RunProgress`]: every event stored for the plan, in order (the very
+//! `weft_core::Event`s `weft events` replays), and the live progress no store keeps.
 //!
 //! It is also the front ends' only way to the agents and to git: [`runners`] (manifests,
 //! availability), [`transcripts`] (an attempt's transcript after the fact), [`preview`]
@@ -149,85 +150,29 @@ pub fn interrupted(interrupt: Option<&Interrupt>) -> bool {
 }
 
 /// What the engine reports while it runs. Front ends render these; nothing else prints.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum EngineEvent {
-    RunStarted {
-        run: String,
-        plan: String,
-        continued: bool,
-        tasks: usize,
-        parallel: usize,
-    },
-    /// An attempt left by an engine that is gone was marked interrupted.
-    Reconciled {
-        task: String,
-        attempt: String,
-        killed_leftover: bool,
-    },
-    TaskStarted {
-        order: u32,
-        task: String,
-        title: String,
-        runner: String,
-        attempt: String,
-        number: u32,
-        pid: Option<u32>,
-    },
-    /// The last thing a running task did (a line of output, a tool call), bounded.
-    TaskActivity {
-        task: String,
-        text: String,
-    },
-    TaskIdle {
-        task: String,
-        silent_secs: u64,
-    },
-    TaskFinished {
-        order: u32,
-        task: String,
-        title: String,
-        passed: bool,
-        status: String,
-        reason: String,
-        duration_ms: u64,
-        cost_usd: Option<f64>,
-        denials: usize,
-    },
-    TasksBlocked {
-        by: String,
-        tasks: Vec<String>,
-    },
-    Halted {
-        by: String,
-    },
-    WaitingForPerson {
-        order: u32,
-        task: String,
-        title: String,
-    },
-    ControlHandled {
-        request: String,
-        task: Option<String>,
-    },
+///
+/// There is one event contract: whatever happens in a run is stored as a typed
+/// [`weft_core::Event`] and reported as [`RunProgress::Stored`], read back from the store
+/// in sequence order (so with its `seq` and time, and with the plan's events other
+/// processes stored meanwhile, such as an edit from another terminal). `weft run` renders
+/// these for people and prints them as JSON lines with `--json`; `weft events`, the API
+/// server and the TUI replay the same objects. The other variants are what is *not* an
+/// event: progress too frequent and too short-lived to store (an attempt's output is
+/// stored in its log, not in the event log), and a notice the store could not take.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunProgress {
+    /// An event stored for the plan, exactly as the store replays it.
+    Stored(weft_core::Event),
+    /// The last thing a running task did (a line of output, a tool call), bounded to 200
+    /// characters; not stored (the output itself is in the attempt's log).
+    Activity { task: String, text: String },
+    /// A running task has been silent this long; not stored (it changes every second).
+    Idle { task: String, silent_secs: u64 },
     /// Nothing happened for one poll interval (lets a live display refresh its clocks).
     Tick,
-    /// Something the user should know that is not about one task.
-    Notice {
-        text: String,
-    },
-    RunEnded {
-        run: String,
-        status: String,
-        completed: usize,
-        skipped: usize,
-        failed: usize,
-        blocked: usize,
-        waiting: usize,
-        input_tokens: u64,
-        output_tokens: u64,
-        cost_usd: f64,
-    },
+    /// A notice the store could not record (it stayed busy while the run was being
+    /// interrupted), shown all the same.
+    Unstored { text: String },
 }
 
 /// Fixed values of the engine that no setting changes. The defaults of user settings

@@ -11,7 +11,6 @@ use weft_store::TaskUpdate;
 use super::live::Live;
 use super::runloop::RunLoop;
 use super::{now, random_hex16, to_millis};
-use crate::EngineEvent;
 use crate::attempt::{
     self, CheckPlan, LaunchIds, LaunchPlan, TranscriptPlan, plan_launch, supervise_options,
 };
@@ -26,37 +25,17 @@ struct Ids {
 }
 
 impl RunLoop<'_> {
-    /// Start the task at `index` and announce it; an attempt that cannot start is recorded
+    /// Start the task at `index` (its `task_started` event is stored with it); an attempt that cannot start is recorded
     /// as failed, with the reason.
     pub(super) fn start_task(&mut self, index: usize) -> Result<(), super::EngineError> {
-        let task = self.view.plan().tasks[index].clone();
+        let task_id = self.view.plan().tasks[index].id.clone();
         match self.launch(index) {
             Ok(started) => {
-                self.emit(EngineEvent::TaskStarted {
-                    order: task.order,
-                    task: task.id.clone(),
-                    title: task.title.clone(),
-                    runner: started.attempt.runner.clone(),
-                    attempt: started.attempt.id.clone(),
-                    number: started.attempt.number,
-                    pid: started.attempt.pid,
-                });
                 self.live.insert(started.attempt.id.clone(), started);
             }
             Err(failure) => {
                 self.fail_unstarted(index, &failure)?;
-                self.emit(EngineEvent::TaskFinished {
-                    order: task.order,
-                    task: task.id.clone(),
-                    title: task.title.clone(),
-                    passed: false,
-                    status: TaskStatus::Failed.to_string(),
-                    reason: failure.clone(),
-                    duration_ms: 0,
-                    cost_usd: None,
-                    denials: 0,
-                });
-                self.after_failure(&task.id)?;
+                self.after_failure(&task_id)?;
             }
         }
         Ok(())

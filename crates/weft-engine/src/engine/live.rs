@@ -8,7 +8,7 @@ use weft_core::prompt::tail_chars;
 use weft_core::{Attempt, Denial, Task};
 
 use super::runloop::RunLoop;
-use crate::EngineEvent;
+use crate::RunProgress;
 use crate::isolation::Cut;
 
 /// How much assistant text an attempt keeps for the tasks after it.
@@ -51,13 +51,14 @@ fn push_bounded(tail: &mut String, text: &str, max: usize) {
 }
 
 impl RunLoop<'_> {
-    /// A live attempt's progress: kept (session, assistant text, refusals) and shown.
+    /// A live attempt's progress: kept (session, assistant text, refusals) and shown (not
+    /// stored: the output is in the attempt's log).
     pub(super) fn progress(&mut self, attempt: &str, event: SupervisorEvent) {
         let Some(running) = self.live.get_mut(attempt) else {
             return;
         };
         let task = running.attempt.task_id.clone();
-        let activity = |text: &str| EngineEvent::TaskActivity {
+        let activity = |text: &str| RunProgress::Activity {
             task: task.clone(),
             text: tail_chars(text, 200),
         };
@@ -95,14 +96,14 @@ impl RunLoop<'_> {
                 }
                 _ => None,
             },
-            SupervisorEvent::Idle { silent_for } => Some(EngineEvent::TaskIdle {
+            SupervisorEvent::Idle { silent_for } => Some(RunProgress::Idle {
                 task: task.clone(),
                 silent_secs: silent_for.as_secs(),
             }),
             SupervisorEvent::Started { .. } | SupervisorEvent::MarkerSeen { .. } => None,
         };
-        if let Some(event) = shown {
-            self.emit(event);
+        if let Some(progress) = shown {
+            self.show(progress);
         }
     }
 }

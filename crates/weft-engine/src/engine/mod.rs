@@ -35,7 +35,7 @@ use weft_agents::supervise::{process_alive, process_start_ticks};
 use weft_core::{RunStatus, Timestamp};
 
 use crate::error::EngineError;
-use crate::{EngineConfig, EngineEvent};
+use crate::{EngineConfig, RunProgress};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,12 +47,14 @@ pub struct RunSummary {
 }
 
 /// Execute the plan until nothing more can start: every task done, or the rest blocked,
-/// failed, held, waiting for a person, or stopped.
+/// failed, held, waiting for a person, or stopped. `on_progress` receives every event
+/// stored for the plan from the start of the run to its end, in sequence order (also when
+/// the run fails), and the live progress in between (see [`RunProgress`]).
 pub fn run(
     config: &EngineConfig,
-    on_event: &mut dyn FnMut(EngineEvent),
+    on_progress: &mut dyn FnMut(RunProgress),
 ) -> Result<RunSummary, EngineError> {
-    runloop::RunLoop::start(config, on_event)?.run()
+    runloop::RunLoop::start(config, on_progress)?.run()
 }
 
 pub(crate) fn now() -> Timestamp {

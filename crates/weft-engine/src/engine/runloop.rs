@@ -28,7 +28,10 @@ use crate::attempt::Msg;
 use crate::error::EngineError;
 use crate::executor::{Executor, LocalExecutor};
 use crate::isolation::Isolation;
-use crate::{EngineConfig, EngineEvent};
+use crate::{EngineConfig, RunProgress};
+
+/// Events read from the store per query when reporting them.
+const PUBLISH_PAGE: u32 = 500;
 
 /// How long the engine's writes keep retrying a store another process holds busy.
 const BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(10 * 60);
@@ -36,7 +39,9 @@ const BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 /// Everything one run holds while it executes.
 pub(crate) struct RunLoop<'a> {
     pub(super) config: &'a EngineConfig,
-    pub(super) on_event: &'a mut dyn FnMut(EngineEvent),
+    pub(super) on_progress: &'a mut dyn FnMut(RunProgress),
+    /// The last event sequence number reported through `on_progress`.
+    published: i64,
     pub(super) store: Store,
     pub(super) run_id: String,
     pub(super) log_dir: PathBuf,
@@ -69,7 +74,7 @@ impl<'a> RunLoop<'a> {
     /// dead engine reconciled and their landings finished, tasks put back in line.
     pub fn start(
         config: &'a EngineConfig,
-        on_event: &'a mut dyn FnMut(EngineEvent),
+        on_progress: &'a mut dyn FnMut(RunProgress),
     ) -> Result<RunLoop<'a>, EngineError> {
         let options = OpenOptions {
             busy_timeout: config.limits.busy_timeout,
@@ -89,6 +94,8 @@ impl<'a> RunLoop<'a> {
         drop(plan);
         startup::refuse_degraded(config, &store)?;
         crate::handoff::journal::refuse_if_pending(&config.state_dir, "start a run")?;
+        // What the run stores from here on is reported, from its claim to its end.
+        let mut published = store.last_event_seq()?;
         let pid = std::process::id();
         let ticks = process_start_ticks(pid).unwrap_or(0);
         let claimed = store.claim_run(
@@ -110,7 +117,14 @@ impl<'a> RunLoop<'a> {
                 }
             })?;
         }
-        let (isolation, stashes) = startup::isolate(config, &mut store, &claimed.run, on_event)?;
+        let (isolation, stashes) = match startup::isolate(config, &mut store, &claimed.run) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                // What was stored before the failure (the claim) is still reported.
+                let _ = publish(&store, &config.plan_id, &mut published, on_progress);
+                return Err(error);
+            }
+        };
         let isolation = isolation.map(Arc::new);
         let executor: Arc<dyn Executor> = Arc::new(LocalExecutor {
             workspace: config.workspace.clone(),
@@ -128,7 +142,8 @@ impl<'a> RunLoop<'a> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let mut run = RunLoop {
             config,
-            on_event,
+            on_progress,
+            published,
             store,
             run_id,
             log_dir,
@@ -148,49 +163,72 @@ impl<'a> RunLoop<'a> {
             repairs: BTreeMap::new(),
             announced_waiting: BTreeSet::new(),
         };
-        run.resume(claimed.continued)?;
+        run.resume()?;
         Ok(run)
     }
 
     /// What a run does before its first pass: the plan is running, a dead engine's
     /// attempts are reconciled and its journaled landings finished, tasks go back in line.
-    fn resume(&mut self, continued: bool) -> Result<(), EngineError> {
+    fn resume(&mut self) -> Result<(), EngineError> {
         self.view.set_status(&mut self.store, PlanStatus::Running)?;
         self.reconcile()?;
         self.recover_landings()?;
         self.prepare_tasks()?;
-        let event = EngineEvent::RunStarted {
-            run: self.run_id.clone(),
-            plan: self.config.plan_id.clone(),
-            continued,
-            tasks: self.view.plan().tasks.len(),
-            parallel: self.config.limits.parallel,
-        };
-        self.emit(event);
-        Ok(())
+        self.publish()
     }
 
-    pub(super) fn emit(&mut self, event: EngineEvent) {
-        (self.on_event)(event);
+    /// Live progress that is not an event.
+    pub(super) fn show(&mut self, progress: RunProgress) {
+        (self.on_progress)(progress);
+    }
+
+    /// Report every event stored for the plan since the last report, in order: the
+    /// run's own and any other process's. Bounds: one indexed query per
+    /// [`PUBLISH_PAGE`] events; called once per loop pass that could have changed
+    /// something, not per output line.
+    pub(super) fn publish(&mut self) -> Result<(), EngineError> {
+        publish(
+            &self.store,
+            &self.config.plan_id,
+            &mut self.published,
+            self.on_progress,
+        )
     }
 
     pub(super) fn plan_id(&self) -> &str {
         &self.config.plan_id
     }
 
-    /// Loop until nothing more can start, then end the run.
+    /// Loop until nothing more can start, then end the run. Whatever the run stored is
+    /// reported, also when it fails.
     pub fn run(mut self) -> Result<RunSummary, EngineError> {
+        let result = self.run_loop().and_then(|()| {
+            let refused = self.landings.refused.take();
+            let summary = self.end()?;
+            match refused {
+                Some(foreign) => Err(foreign.into_error("landing on the integration branch")),
+                None => Ok(summary),
+            }
+        });
+        if result.is_err() {
+            let _ = self.publish();
+        }
+        result
+    }
+
+    fn run_loop(&mut self) -> Result<(), EngineError> {
         // Scheduling work (store reads, control requests) happens when something could
         // have changed: a task finished, a poll interval passed, or at the start. Output
         // lines and other progress only update the display.
         let mut reschedule = true;
         loop {
-            self.notice_busy();
+            self.notice_busy()?;
             reschedule |= self.notice_interrupt();
             if reschedule {
                 self.take_controls()?;
                 self.view.refresh(&self.store)?;
                 self.start_ready()?;
+                self.publish()?;
                 if self.live.is_empty() {
                     if self.nothing_left()? {
                         break;
@@ -203,16 +241,11 @@ impl<'a> RunLoop<'a> {
                 None => break,
             }
         }
-        let refused = self.landings.refused.take();
-        let summary = self.end()?;
-        match refused {
-            Some(foreign) => Err(foreign.into_error("landing on the integration branch")),
-            None => Ok(summary),
-        }
+        Ok(())
     }
 
     /// Say so when writes had to wait for a store another process held busy.
-    fn notice_busy(&mut self) {
+    fn notice_busy(&mut self) -> Result<(), EngineError> {
         let waits = self.store.take_busy_waits();
         if let Some(longest) = waits.iter().max() {
             let text = format!(
@@ -221,8 +254,9 @@ impl<'a> RunLoop<'a> {
                 longest.as_secs_f64(),
                 BUSY_RETRY.as_secs() / 60
             );
-            self.emit(EngineEvent::Notice { text });
+            self.notice(text)?;
         }
+        Ok(())
     }
 
     /// A raised interrupt (Ctrl-C) stops the run like `weft stop`; true when it was news.
@@ -238,15 +272,20 @@ impl<'a> RunLoop<'a> {
         true
     }
 
-    /// Tell the user something that is not about one task: stored, then shown.
+    /// Tell the user something that is not about one task: stored, then reported (one
+    /// the store cannot take is shown all the same).
     fn notice(&mut self, text: String) -> Result<(), EngineError> {
         let event = Event::new(EventKind::Notice { text: text.clone() }).run(&self.run_id);
         let stored = self
             .store
             .record_event(Some(&self.config.plan_id), event, now());
-        (self.on_event)(EngineEvent::Notice { text });
-        stored.map(|_| ())?;
-        Ok(())
+        match stored {
+            Ok(_) => self.publish(),
+            Err(error) => {
+                self.show(RunProgress::Unstored { text });
+                Err(error.into())
+            }
+        }
     }
 
     pub(super) fn stop(&mut self) {
@@ -259,10 +298,6 @@ impl<'a> RunLoop<'a> {
     /// Act on the control requests other processes left for this plan.
     fn take_controls(&mut self) -> Result<(), EngineError> {
         for queued in self.store.take_controls(&self.config.plan_id, now())? {
-            self.emit(EngineEvent::ControlHandled {
-                request: queued.request.kind().to_owned(),
-                task: queued.request.task().map(str::to_owned),
-            });
             match queued.request {
                 ControlRequest::Stop => self.stop(),
                 ControlRequest::Cancel { task } => {
@@ -359,16 +394,11 @@ impl<'a> RunLoop<'a> {
                     title: task.title.clone(),
                 };
                 let waiting = Event::new(waiting).run(&self.run_id).task(&task.id);
-                let event = EngineEvent::WaitingForPerson {
-                    order: task.order,
-                    task: task.id.clone(),
-                    title: task.title.clone(),
-                };
                 self.store
                     .record_event(Some(&self.config.plan_id), waiting, now())?;
-                self.emit(event);
             }
         }
+        self.publish()?;
         Ok(self.stopping
             || self
                 .view
@@ -386,7 +416,7 @@ impl<'a> RunLoop<'a> {
             Ok(message) => messages.push(message),
             Err(RecvTimeoutError::Timeout) => {
                 reschedule = true;
-                self.emit(EngineEvent::Tick);
+                self.show(RunProgress::Tick);
             }
             Err(RecvTimeoutError::Disconnected) => return Ok(None),
         }
@@ -413,7 +443,7 @@ impl<'a> RunLoop<'a> {
     }
 
     /// Give back stashed changes, record how the run ended and release it.
-    fn end(mut self) -> Result<RunSummary, EngineError> {
+    fn end(&mut self) -> Result<RunSummary, EngineError> {
         let restored = match &self.isolation {
             Some(iso) => iso.restore_stashes(&self.stashes),
             None => Vec::new(),
@@ -463,18 +493,7 @@ impl<'a> RunLoop<'a> {
             _ => PlanStatus::Failed,
         };
         self.view.set_status(&mut self.store, plan_status)?;
-        self.emit(EngineEvent::RunEnded {
-            run: self.run_id.clone(),
-            status: status.as_str().to_owned(),
-            completed,
-            skipped,
-            failed,
-            blocked,
-            waiting: total - completed - skipped - failed - blocked,
-            input_tokens,
-            output_tokens,
-            cost_usd,
-        });
+        self.publish()?;
         Ok(RunSummary {
             run_id: self.run_id.clone(),
             status,
@@ -495,5 +514,25 @@ impl<'a> RunLoop<'a> {
                 )
             },
         ))
+    }
+}
+
+/// Report the plan's events after `*after`, oldest first, moving `*after` past them.
+fn publish(
+    store: &Store,
+    plan_id: &str,
+    after: &mut i64,
+    on_progress: &mut dyn FnMut(RunProgress),
+) -> Result<(), EngineError> {
+    loop {
+        let page = store.events(Some(plan_id), *after, PUBLISH_PAGE)?;
+        let full = page.len() == PUBLISH_PAGE as usize;
+        for event in page {
+            *after = event.seq;
+            on_progress(RunProgress::Stored(event));
+        }
+        if !full {
+            return Ok(());
+        }
     }
 }

@@ -15,7 +15,6 @@ use super::landing::{self, Outcome, Then, Waiting};
 use super::live::{Live, MAX_DENIALS};
 use super::now;
 use super::runloop::RunLoop;
-use crate::EngineEvent;
 use crate::attempt::{AttemptResult, runner_name};
 use crate::error::EngineError;
 
@@ -196,7 +195,6 @@ impl RunLoop<'_> {
             _ => ended.result.verdict.clone(),
         };
         let (attempt_status, task_status) = settle(verdict.outcome, landing.as_ref(), cancelled);
-        let passed = task_status == TaskStatus::Completed;
         let outcome = &ended.result.outcome;
         let denials = ended.denials();
         let attempt = Attempt {
@@ -261,17 +259,6 @@ impl RunLoop<'_> {
         .attempt(&attempt.id);
         self.view
             .update_task(&mut self.store, &attempt.task_id, &update, event)?;
-        self.emit(EngineEvent::TaskFinished {
-            order: ended.live.order,
-            task: attempt.task_id.clone(),
-            title: ended.live.title.clone(),
-            passed,
-            status: task_status.to_string(),
-            reason: verdict.reason.clone(),
-            duration_ms,
-            cost_usd: attempt.cost_usd,
-            denials: denials.len(),
-        });
         self.after_end(&attempt.task_id, task_status)
     }
 
@@ -334,10 +321,9 @@ impl RunLoop<'_> {
 
     /// The integration ref moved under the run: say so, start nothing new.
     fn refuse_landings(&mut self, text: String) -> Result<(), EngineError> {
-        let event = Event::new(EventKind::Notice { text: text.clone() }).run(&self.run_id);
+        let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
         self.store
             .record_event(Some(&self.config.plan_id), event, now())?;
-        self.emit(EngineEvent::Notice { text });
         self.stop();
         Ok(())
     }
@@ -350,7 +336,6 @@ impl RunLoop<'_> {
         landing: Landing,
     ) -> Result<(), EngineError> {
         let (_, status) = settle(VerdictOutcome::Pass, Some(&landing), None);
-        let landed = status == TaskStatus::Completed;
         self.store.save_attempt(
             &Attempt {
                 landing: Some(landing.clone()),
@@ -378,29 +363,13 @@ impl RunLoop<'_> {
         .attempt(&attempt.id);
         self.view
             .update_task(&mut self.store, &task.id, &update, event)?;
-        self.emit(EngineEvent::TaskFinished {
-            order: task.order,
-            task: task.id.clone(),
-            title: task.title.clone(),
-            passed: landed,
-            status: status.to_string(),
-            reason: "its landing was finished after a restart".into(),
-            duration_ms: 0,
-            cost_usd: attempt.cost_usd,
-            denials: attempt.denials.len(),
-        });
         Ok(())
     }
 
     /// Block what a failure stops and halt the run if it should.
     pub(super) fn after_failure(&mut self, failed: &str) -> Result<(), EngineError> {
-        let blocked = self.view.block_descendants(&mut self.store, failed)?;
-        if !blocked.is_empty() {
-            self.emit(EngineEvent::TasksBlocked {
-                by: failed.to_owned(),
-                tasks: blocked,
-            });
-        }
+        // Stored as `tasks_blocked` (when there were any).
+        self.view.block_descendants(&mut self.store, failed)?;
         if self.config.failures.halt && !self.halted {
             self.halted = true;
             let halt = Event::new(EventKind::RunHalted {
@@ -409,9 +378,6 @@ impl RunLoop<'_> {
             .run(&self.run_id);
             self.store
                 .record_event(Some(&self.config.plan_id), halt, now())?;
-            self.emit(EngineEvent::Halted {
-                by: failed.to_owned(),
-            });
         }
         Ok(())
     }

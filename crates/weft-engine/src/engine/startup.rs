@@ -14,11 +14,11 @@ use weft_store::{Store, TaskUpdate};
 use super::landing::{Then, Waiting};
 use super::runloop::RunLoop;
 use super::{now, same_process_alive};
+use crate::EngineConfig;
 use crate::attempt::{self, runner_name};
 use crate::error::EngineError;
 use crate::failpoint;
 use crate::isolation::Isolation;
-use crate::{EngineConfig, EngineEvent};
 
 /// Refuse to start when a task that still has to run names a runner that is unknown or
 /// unavailable.
@@ -86,7 +86,6 @@ pub(super) fn isolate(
     config: &EngineConfig,
     store: &mut Store,
     run: &weft_core::Run,
-    on_event: &mut dyn FnMut(EngineEvent),
 ) -> Result<(Option<Isolation>, Stashes), EngineError> {
     if !config.isolation.enabled {
         return Ok((None, Vec::new()));
@@ -105,9 +104,8 @@ pub(super) fn isolate(
             "stashed your uncommitted changes as {}; they come back when the run ends",
             stash.short()
         );
-        let notice = Event::new(EventKind::Notice { text: text.clone() }).run(run.id.clone());
+        let notice = Event::new(EventKind::Notice { text }).run(run.id.clone());
         store.record_event(Some(&config.plan_id), notice, now())?;
-        on_event(EngineEvent::Notice { text });
     }
     let isolation = prepared.isolation;
     if prepared.new {
@@ -148,11 +146,6 @@ impl RunLoop<'_> {
                 },
                 now(),
             )?;
-            self.emit(EngineEvent::Reconciled {
-                task: attempt.task_id.clone(),
-                attempt: attempt.id.clone(),
-                killed_leftover: killed,
-            });
         }
         self.reclaim_interrupted()
     }

@@ -1,11 +1,13 @@
 //! `weft run`: start or continue the current plan's run.
 
-use std::time::{Duration, Instant};
+use std::io::Write;
+
+use weft_engine::RunProgress;
 
 use crate::cli::Globals;
 use crate::context::{Ctx, RunOptions};
 use crate::error::{CliError, CliResult};
-use crate::progress::Progress;
+use crate::progress::{Progress, RunShape};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -85,23 +87,24 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
 
 /// Run the engine with a renderer; fails unless every task completed or was skipped.
 ///
-/// With `json`, stdout carries exactly the typed events the run stores (the contract of
-/// `schemas/events.schema.json`), one per line, in sequence order: they are read back from
-/// the store as the engine reports progress, so a line is the very event that `weft
-/// events` and every other surface replay. Edits made from other terminals during the run
-/// are among them.
+/// One event contract: the engine reports every event stored for the plan during the run,
+/// in sequence order (`RunProgress::Stored`, edits made from other terminals included).
+/// With `json`, stdout carries exactly those events (the contract of
+/// `schemas/events.schema.json`), one per line, and nothing else; without, the same events
+/// are rendered for people (`progress.rs`).
 pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
     let summary = if json {
-        let mut tail = EventTail::start(config)?;
-        let result = weft_engine::run(config, &mut |event| tail.on_engine_event(&event));
-        // Whatever the run stored last (its end), even when it failed.
-        let drained = tail.drain();
+        let mut lines = JsonLines::default();
+        let result = weft_engine::run(config, &mut |progress| lines.progress(&progress));
         let summary = result?;
-        drained?;
+        lines.failed.map_or(Ok(()), Err)?;
         summary
     } else {
-        let mut progress = Progress::for_stdout();
-        weft_engine::run(config, &mut |event| progress.event(&event))?
+        let mut progress = Progress::for_stdout(RunShape {
+            tasks: plan_size(config)?,
+            parallel: config.limits.parallel,
+        });
+        weft_engine::run(config, &mut |event| progress.progress(&event))?
     };
     if weft_engine::interrupted(config.supervision.interrupt.as_ref()) {
         let mut error = CliError::new(format!(
@@ -124,79 +127,52 @@ pub fn execute(config: &weft_engine::EngineConfig, json: bool) -> CliResult {
     }
 }
 
-/// Prints the plan's stored events after a sequence number as JSON lines.
-struct EventTail {
-    store: weft_store::Store,
-    plan_id: String,
-    after: i64,
-    last_read: Instant,
-    failed: Option<CliError>,
+/// How many tasks the plan has (the header of a run's lines says so).
+fn plan_size(config: &weft_engine::EngineConfig) -> CliResult<usize> {
+    let options = weft_store::OpenOptions {
+        busy_timeout: config.limits.busy_timeout,
+    };
+    let store = weft_store::Store::open_or_create(&config.state_dir, options)?;
+    let plans = store.plans()?;
+    Ok(plans
+        .iter()
+        .find(|p| p.id == config.plan_id)
+        .map_or(0, |p| usize::try_from(p.task_count).unwrap_or(usize::MAX)))
 }
 
-/// How often a chatty attempt's output lines may trigger a read of the event log.
-const TAIL_EVERY: Duration = Duration::from_millis(100);
-/// Events read per query.
-const TAIL_PAGE: u32 = 500;
+/// Prints each stored event as one line of JSON.
+#[derive(Default)]
+struct JsonLines {
+    /// The first failure to write; the run goes on, the command fails after it.
+    failed: Option<CliError>,
+    /// stdout was closed (`weft run --json | head`): nothing more is written.
+    closed: bool,
+}
 
-impl EventTail {
-    fn start(config: &weft_engine::EngineConfig) -> CliResult<EventTail> {
-        let options = weft_store::OpenOptions {
-            busy_timeout: config.limits.busy_timeout,
+impl JsonLines {
+    fn progress(&mut self, progress: &RunProgress) {
+        let RunProgress::Stored(event) = progress else {
+            return;
         };
-        let store = weft_store::Store::open_or_create(&config.state_dir, options)?;
-        // Only what this run stores from now on, not the plan's history.
-        let after = store.last_event_seq()?;
-        Ok(EventTail {
-            store,
-            plan_id: config.plan_id.clone(),
-            after,
-            last_read: Instant::now(),
-            failed: None,
-        })
-    }
-
-    /// The engine reported progress: print what it stored since (output lines only
-    /// every [`TAIL_EVERY`], so a chatty agent does not turn into a query per line).
-    fn on_engine_event(&mut self, event: &weft_engine::EngineEvent) {
-        let chatter = matches!(
-            event,
-            weft_engine::EngineEvent::TaskActivity { .. }
-                | weft_engine::EngineEvent::TaskIdle { .. }
-        );
-        if chatter && self.last_read.elapsed() < TAIL_EVERY {
+        if self.closed || self.failed.is_some() {
             return;
         }
-        if self.failed.is_none()
-            && let Err(error) = self.drain()
-        {
-            self.failed = Some(error);
-        }
-    }
-
-    /// Print every stored event after the last one printed.
-    fn drain(&mut self) -> CliResult {
-        if let Some(error) = self.failed.take() {
-            return Err(error);
-        }
-        self.last_read = Instant::now();
-        loop {
-            let page = self
-                .store
-                .events(Some(&self.plan_id), self.after, TAIL_PAGE)?;
-            let mut text = String::new();
-            for event in &page {
-                text.push_str(&serde_json::to_string(event).map_err(|e| {
-                    CliError::new(format!("cannot encode event {} as JSON: {e}", event.seq))
-                })?);
-                text.push('\n');
-                self.after = event.seq;
+        let mut line = match serde_json::to_string(event) {
+            Ok(line) => line,
+            Err(e) => {
+                self.failed = Some(CliError::new(format!(
+                    "cannot encode event {} as JSON: {e}",
+                    event.seq
+                )));
+                return;
             }
-            if !text.is_empty() {
-                crate::commands::stdout(&text)?;
-            }
-            if page.len() < TAIL_PAGE as usize {
-                return Ok(());
-            }
+        };
+        line.push('\n');
+        let mut out = std::io::stdout().lock();
+        match out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(e) => self.failed = Some(e.into()),
         }
     }
 }
