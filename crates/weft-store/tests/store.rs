@@ -1394,3 +1394,45 @@ fn older_databases_migrate_and_keep_their_data() {
         assert!(store.attempts_of_plan(&plan.id).unwrap().is_empty());
     }
 }
+
+/// A new plan is stored without SQLite's per-row foreign key checks only when the store has
+/// seen every dependency resolve; a dangling one is still refused by them, and the checks
+/// are on again for every later write.
+#[test]
+fn creating_a_plan_keeps_its_dependencies_whole_and_the_foreign_keys_on_afterwards() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let mut b = ai_task("b");
+    b.dependencies = vec!["a".into()];
+    let plan = store
+        .create_plan(draft("g", vec![ai_task("a"), b]), 1)
+        .unwrap();
+    let mut dangling = ai_task("c");
+    dangling.dependencies = vec!["ghost".into()];
+    let refused = store.create_plan(draft("g", vec![dangling]), 2);
+    assert!(refused.is_err(), "a dependency on no task is refused");
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    let rows: Vec<(String, String)> = conn
+        .prepare("SELECT task_id, depends_on FROM task_dependencies WHERE plan_id = ?1")
+        .unwrap()
+        .query_map([&plan.id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows, [("b".to_owned(), "a".to_owned())]);
+    let plans: i64 = conn
+        .query_row("SELECT COUNT(*) FROM plans", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(plans, 1, "the refused plan stored nothing");
+    // The handle's own later writes have their foreign keys again: deleting the plan
+    // removes its tasks and dependencies only through `ON DELETE CASCADE`.
+    drop(conn);
+    store.delete_plan(&plan.id, 3).unwrap();
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    for table in ["tasks", "task_dependencies"] {
+        let left: i64 = conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "{table} of the deleted plan");
+    }
+}
