@@ -25,6 +25,7 @@ mod guards;
 pub mod handoff;
 mod isolation;
 pub mod kept;
+pub mod notify;
 pub mod planning;
 pub mod preview;
 pub mod repository;
@@ -59,6 +60,8 @@ pub struct EngineConfig {
     pub failures: Failures,
     /// How every process of the run is contained and confined (`contain` module).
     pub contain: contain::ContainConfig,
+    /// Who is told of the run's transitions (`notify` module).
+    pub notify: notify::NotifyConfig,
 }
 
 /// Where tasks work: worktrees and branches, or the workspace itself.

@@ -189,7 +189,28 @@ impl Ctx {
                 retry: run.retry_failed,
             },
             contain: self.contain_config(),
+            notify: self.notify_config(),
         })
+    }
+
+    /// The `notify`, `bell` and `desktop_notify` settings; the bell rings on stderr when it
+    /// is a terminal (`weft tui` replaces the sink with its own).
+    pub fn notify_config(&self) -> weft_engine::notify::NotifyConfig {
+        let notify = &self.settings.notify;
+        let bell: Option<weft_engine::notify::Sink> =
+            (notify.bell && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+                std::sync::Arc::new(|_: &weft_core::event::Event, _: &str| {
+                    use std::io::Write as _;
+                    let mut err = std::io::stderr();
+                    let _ = err.write_all(b"\x07");
+                    let _ = err.flush();
+                }) as weft_engine::notify::Sink
+            });
+        weft_engine::notify::NotifyConfig {
+            command: notify.command.clone(),
+            desktop: notify.desktop,
+            sink: bell,
+        }
     }
 
     /// The `confine` and `write_paths` settings, the supervisor (this binary) and

@@ -216,6 +216,27 @@ pub const BUSY_TIMEOUT_MS: Key<Duration> = Key {
     about: "how long a write waits for another weft process (milliseconds, up to 600000)",
     parse: busy_timeout,
 };
+pub const NOTIFY: Key<Option<String>> = Key {
+    name: "notify",
+    env: "WEFT_NOTIFY",
+    default: "",
+    about: "a shell command run (from the workspace root) when an approval waits, a task failed or conflicted, or a run finished: the event as one line of JSON on stdin, a summary in WEFT_NOTIFY_SUMMARY",
+    parse: optional,
+};
+pub const BELL: Key<bool> = Key {
+    name: "bell",
+    env: "WEFT_BELL",
+    default: "true",
+    about: "ring the terminal bell in `weft run` and `weft tui` when an approval waits, a task failed or conflicted, or a run finished",
+    parse: boolean,
+};
+pub const DESKTOP_NOTIFY: Key<bool> = Key {
+    name: "desktop_notify",
+    env: "WEFT_DESKTOP_NOTIFY",
+    default: "false",
+    about: "show those moments as desktop notifications through notify-send, where it exists",
+    parse: boolean,
+};
 
 /// Every key, in the order `weft config` hints list them.
 pub static KEYS: &[&dyn Described] = &[
@@ -242,6 +263,9 @@ pub static KEYS: &[&dyn Described] = &[
     &APPROVALS,
     &PRE_APPROVED,
     &BUSY_TIMEOUT_MS,
+    &NOTIFY,
+    &BELL,
+    &DESKTOP_NOTIFY,
 ];
 
 fn non_empty(value: &str) -> Result<String, String> {
@@ -467,6 +491,14 @@ pub struct ApprovalSettings {
     pub pre_approved: Vec<Scope>,
 }
 
+/// Who is told when something needs a person or is finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifySettings {
+    pub command: Option<String>,
+    pub bell: bool,
+    pub desktop: bool,
+}
+
 /// Every setting, resolved once.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -476,6 +508,7 @@ pub struct Settings {
     pub supervision: SupervisionSettings,
     pub planner: PlannerSettings,
     pub approvals: ApprovalSettings,
+    pub notify: NotifySettings,
     /// Each setting's text and source, for `weft config`.
     shown: BTreeMap<&'static str, (String, Source)>,
 }
@@ -611,6 +644,11 @@ impl Settings {
             mode: r.get(&APPROVALS)?,
             pre_approved: r.get(&PRE_APPROVED)?,
         };
+        let notify = NotifySettings {
+            command: r.get(&NOTIFY)?,
+            bell: r.get(&BELL)?,
+            desktop: r.get(&DESKTOP_NOTIFY)?,
+        };
         debug_assert_eq!(r.shown.len(), KEYS.len(), "every key is resolved");
         Ok(Settings {
             run,
@@ -619,6 +657,7 @@ impl Settings {
             supervision,
             planner,
             approvals,
+            notify,
             shown: r.shown,
         })
     }

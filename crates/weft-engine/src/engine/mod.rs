@@ -54,6 +54,14 @@ pub fn run(
     config: &EngineConfig,
     on_progress: &mut dyn FnMut(RunProgress),
 ) -> Result<RunSummary, EngineError> {
+    // Told of transitions on a thread of its own; dropped (last read, delivered) at the end.
+    let _notify = crate::notify::Follower::start(
+        &config.notify,
+        config.workspace.clone(),
+        &config.state_dir,
+        &config.plan_id,
+        config.limits.busy_timeout,
+    );
     runloop::RunLoop::start(config, on_progress)?.run()
 }
 

@@ -16,6 +16,7 @@ mod isolation;
 mod json;
 mod layering;
 mod masking;
+mod notify;
 mod plan;
 mod planner;
 mod runner_approvals;
