@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    approvals, cancel, complete, completions, config, demo, events, force_start, handoff, init,
-    log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve, sessions, skip,
-    status, stop, task, transcript, uncomplete,
+    approvals, attach, cancel, complete, completions, config, demo, events, force_start, handoff,
+    init, log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve, sessions,
+    skip, status, stop, task, transcript, tui, uncomplete,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -100,6 +100,10 @@ pub enum Command {
     Events(events::Args),
     /// Serve the workspace's local API, live events and dashboard on 127.0.0.1.
     Serve(serve::Args),
+    /// The terminal UI: the plan, the live agents and every control in one terminal.
+    Tui(tui::Args),
+    /// Follow the live attempt of a task as it prints (Ctrl-C detaches, the attempt goes on).
+    Attach(attach::Args),
 }
 
 /// Whether the command being run was given `--json` (every command that reports something

@@ -1,6 +1,7 @@
 //! One module per command; each has its clap `Args` and a `run` function.
 
 pub mod approvals;
+pub mod attach;
 pub mod cancel;
 pub mod complete;
 pub mod completions;
@@ -28,6 +29,7 @@ pub mod status;
 pub mod stop;
 pub mod task;
 pub mod transcript;
+pub mod tui;
 pub mod uncomplete;
 
 use std::io::Write;
@@ -66,6 +68,8 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Man(args) => man::run(args),
         Command::Events(args) => events::run(args, globals),
         Command::Serve(args) => serve::run(args, globals),
+        Command::Tui(args) => tui::run(args, globals),
+        Command::Attach(args) => attach::run(args, globals),
     }
 }
 

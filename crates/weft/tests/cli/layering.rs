@@ -104,3 +104,22 @@ fn the_server_depends_on_the_engine_store_and_core_and_on_neither_the_bin_nor_th
         );
     }
 }
+
+#[test]
+fn the_tui_depends_on_the_engine_store_and_core_and_on_neither_the_agents_git_nor_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest(&root.join("../../Cargo.toml"));
+    let binary = normal_dependencies(&manifest(&root.join("Cargo.toml")), &workspace);
+    assert!(binary.iter().any(|d| d == "weft-tui"), "{binary:?}");
+    let tui = normal_dependencies(&manifest(&root.join("../weft-tui/Cargo.toml")), &workspace);
+    for used in ["weft-engine", "weft-core", "weft-store"] {
+        assert!(tui.iter().any(|d| d == used), "{used} missing from {tui:?}");
+    }
+    for crate_name in BEHIND_THE_ENGINE.iter().chain(&["weft"]) {
+        assert!(
+            !tui.iter().any(|d| d == crate_name),
+            "crates/weft-tui depends on {crate_name}; a front end reaches agents and git \
+             through weft-engine, and the binary depends on the TUI, not the other way"
+        );
+    }
+}

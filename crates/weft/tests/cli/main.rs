@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod attach;
 mod concurrency;
 mod config;
 mod contain;
@@ -25,3 +26,4 @@ mod sessions;
 mod store_errors;
 mod task;
 mod terminal;
+mod tui;
