@@ -38,6 +38,8 @@ use crate::view::{self, Theme};
 
 /// Output bytes read per pass.
 pub const OUTPUT_READ: usize = 64 * 1024;
+/// The most bytes of a task's diff read.
+pub const DIFF_BYTES: usize = 1024 * 1024;
 /// Events read per pass.
 pub const EVENT_PAGE: u32 = 500;
 /// The shortest time between two readings of the whole plan.
@@ -488,22 +490,17 @@ impl App {
         )
     }
 
-    /// The selected task's last attempt's work: its review note and its output tail
-    /// until an engine facade gives the attempt's own diff (see the report).
+    /// The task's last attempt's work (`weft_engine::review`).
     fn task_diff(&self, task: &str) -> String {
-        match weft_engine::handoff::Handoff::open(
-            &self.store,
-            &self.options.plan_id,
-            &self.options.workspace,
-            &self.options.state_dir,
-            &self.options.repos,
-        ) {
-            Ok(handoff) => {
-                let text = handoff.review(false).unwrap_or_else(|e| error_line(&e));
-                format!("the run's work so far (task {task} included):\n{text}")
-            }
-            Err(error) => error_line(&error),
-        }
+        let attempts = match self.store.attempts_of_task(&self.options.plan_id, task) {
+            Ok(attempts) => attempts,
+            Err(error) => return error_line(&error.into()),
+        };
+        let Some(attempt) = attempts.iter().max_by_key(|a| (a.started_at, a.number)) else {
+            return format!("task {task} has not run yet: there is no diff");
+        };
+        weft_engine::review::attempt_diff(&self.options.workspace, attempt, DIFF_BYTES)
+            .unwrap_or_else(|e| error_line(&e))
     }
 
     fn read_output(&mut self, attempt: String, offset: u64) {

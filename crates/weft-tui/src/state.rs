@@ -260,6 +260,10 @@ pub struct State {
     pub bell: bool,
     /// The last event seen.
     pub last_seq: i64,
+    /// Per reading: each task's index by id, and the indexes of its direct dependents
+    /// (so drawing a row costs its own dependencies, not the plan).
+    pub by_id: std::collections::HashMap<String, usize>,
+    pub dependents: Vec<Vec<usize>>,
     /// Rows the plan list has on screen (set by the view from the terminal size).
     pub page: usize,
     pub quit: bool,
@@ -315,22 +319,44 @@ impl State {
     /// Indexes (into the tasks) of the selected task's direct dependencies and direct
     /// dependents.
     pub fn relatives(&self) -> (HashSet<usize>, HashSet<usize>) {
-        let Some(task) = self.selected_task() else {
+        let Some(&index) = self.visible.get(self.cursor) else {
             return (HashSet::new(), HashSet::new());
         };
-        let tasks = self.tasks();
-        let deps: HashSet<&str> = task.dependencies.iter().map(String::as_str).collect();
-        let mut up = HashSet::new();
-        let mut down = HashSet::new();
-        for (i, other) in tasks.iter().enumerate() {
-            if deps.contains(other.id.as_str()) {
-                up.insert(i);
-            }
-            if other.dependencies.contains(&task.id) {
-                down.insert(i);
+        let task = &self.tasks()[index];
+        let up = task
+            .dependencies
+            .iter()
+            .filter_map(|id| self.by_id.get(id).copied())
+            .collect();
+        let down = self
+            .dependents
+            .get(index)
+            .map(|d| d.iter().copied().collect())
+            .unwrap_or_default();
+        (up, down)
+    }
+
+    /// The index of the task with this id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    fn index_plan(&mut self) {
+        let tasks = self.snapshot.plan.as_ref().map_or(&[][..], |p| &p.tasks);
+        self.by_id = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        let mut dependents = vec![Vec::new(); tasks.len()];
+        for (i, task) in tasks.iter().enumerate() {
+            for dep in &task.dependencies {
+                if let Some(&d) = self.by_id.get(dep) {
+                    dependents[d].push(i);
+                }
             }
         }
-        (up, down)
+        self.dependents = dependents;
     }
 
     /// The open questions not put away.
@@ -453,6 +479,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             state.last_seq = state.last_seq.max(snapshot.seq);
             let had_asks: HashSet<i64> = state.snapshot.asks.iter().map(|a| a.id).collect();
             state.snapshot = snapshot;
+            // Every reading (not only a new revision): the index must match the tasks.
+            state.index_plan();
             let open: HashSet<i64> = state.snapshot.asks.iter().map(|a| a.id).collect();
             state.dismissed.retain(|id| open.contains(id));
             let new_ask = open.iter().any(|id| !had_asks.contains(id));

@@ -300,19 +300,13 @@ fn dep_orders(state: &State, task: &Task) -> String {
     if task.dependencies.is_empty() {
         return String::new();
     }
-    // Dependencies point at earlier tasks; look them up by id among those before it.
-    let before = &state.tasks()[..(task.order as usize)
-        .saturating_sub(1)
-        .min(state.tasks().len())];
     let orders: Vec<String> = task
         .dependencies
         .iter()
         .map(|id| {
-            before
-                .iter()
-                .rev()
-                .find(|t| t.id == *id)
-                .map_or_else(|| id.clone(), |t| t.order.to_string())
+            state
+                .index_of(id)
+                .map_or_else(|| id.clone(), |i| state.tasks()[i].order.to_string())
         })
         .collect();
     format!("←{}", orders.join(","))

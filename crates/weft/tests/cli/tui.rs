@@ -104,6 +104,26 @@ fn launcher(weft: &Weft) -> PathBuf {
     path
 }
 
+/// `weft tui` in a new tmux session (110×32) on a private server; once it exits the pane
+/// says how and whether the terminal is back in its normal (cooked) mode.
+fn start(weft: &Weft, name: &str) -> Tmux {
+    let script = launcher(weft);
+    let tmux = Tmux {
+        socket: format!("weft-tui-test-{}-{name}", std::process::id()),
+    };
+    let started = tmux
+        .cmd()
+        .args(["new-session", "-d", "-s", "tui", "-x", "110", "-y", "32"])
+        .arg(format!(
+            "sh {}; echo TUI-EXITED $?; stty -a | grep -q -- ' icanon' && stty -a | grep -q -- ' echo ' && echo TERMINAL-COOKED; sleep 120",
+            shell_quote(&script.display().to_string())
+        ))
+        .status()
+        .unwrap();
+    assert!(started.success());
+    tmux
+}
+
 #[test]
 #[allow(clippy::print_stderr)] // the skip must be loud
 fn in_a_terminal_the_tui_runs_the_plan_retries_a_failure_answers_a_question_and_merges() {
@@ -147,20 +167,7 @@ prompt = "test -f {fixed} || {{ echo not fixed yet; exit 3; }}; echo fixed > fla
         ),
     );
     weft.ok(&["plan", "--file", "plan.toml"]);
-    let script = launcher(&weft);
-    let tmux = Tmux {
-        socket: format!("weft-tui-test-{}", std::process::id()),
-    };
-    let started = tmux
-        .cmd()
-        .args(["new-session", "-d", "-s", "tui", "-x", "110", "-y", "32"])
-        .arg(format!(
-            "sh {}; echo TUI-EXITED $?; sleep 120",
-            shell_quote(&script.display().to_string())
-        ))
-        .status()
-        .unwrap();
-    assert!(started.success());
+    let tmux = start(&weft, "run");
     tmux.wait_for("idle (R runs)");
 
     tmux.keys(&["R"]);
@@ -183,6 +190,10 @@ prompt = "test -f {fixed} || {{ echo not fixed yet; exit 3; }}; echo fixed > fla
     tmux.keys(&["Escape", "R"]);
     tmux.wait_for("3/3 done");
     tmux.wait_for("idle (R runs)");
+    // The retried task's own diff.
+    tmux.keys(&["d"]);
+    tmux.wait_for("+fixed");
+    tmux.keys(&["Escape"]);
 
     // The handoff: review, then merge behind a confirmation.
     tmux.keys(&["H"]);
@@ -204,4 +215,57 @@ prompt = "test -f {fixed} || {{ echo not fixed yet; exit 3; }}; echo fixed > fla
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("TUI-EXITED");
     assert!(screen.contains("TUI-EXITED 0"), "{screen}");
+    assert!(
+        screen.contains("TERMINAL-COOKED"),
+        "raw mode was left on:\n{screen}"
+    );
+}
+
+#[test]
+#[allow(clippy::print_stderr)] // the skip must be loud
+fn sigterm_ends_the_tui_and_gives_the_terminal_back_in_its_normal_mode() {
+    if !tmux_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is required under CI"
+        );
+        eprintln!("SKIPPED: tmux is not installed, so `weft tui` was not tested in a terminal");
+        return;
+    }
+    let weft = Weft::new();
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n\n[[tasks]]\nid = \"a\"\ntitle = \"A\"\nprompt = \"true\"\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let tmux = start(&weft, "term");
+    tmux.wait_for("idle (R runs)");
+    let pane = tmux
+        .cmd()
+        .args(["list-panes", "-t", "tui", "-F", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let pane = String::from_utf8_lossy(&pane.stdout).trim().to_owned();
+    // The pane's shell runs `sh tui.sh`, which became weft by exec.
+    let children = Command::new("ps")
+        .args(["-o", "pid=", "--ppid", &pane])
+        .output()
+        .unwrap();
+    let weft_pid = String::from_utf8_lossy(&children.stdout).trim().to_owned();
+    assert!(
+        !weft_pid.is_empty(),
+        "weft tui is not running under pane {pane}"
+    );
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &weft_pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let screen = tmux.wait_for("TUI-EXITED");
+    assert!(
+        screen.contains("TERMINAL-COOKED"),
+        "raw mode was left on:\n{screen}"
+    );
 }
