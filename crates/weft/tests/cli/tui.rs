@@ -115,7 +115,7 @@ fn start(weft: &Weft, name: &str) -> Tmux {
         .cmd()
         .args(["new-session", "-d", "-s", "tui", "-x", "110", "-y", "32"])
         .arg(format!(
-            "sh {}; echo TUI-EXITED $?; stty -a | grep -q -- ' icanon' && stty -a | grep -q -- ' echo ' && echo TERMINAL-COOKED; sleep 120",
+            "sh {}; echo TUI-EXITED $?; if stty -a | grep -q -- ' icanon' && stty -a | grep -q -- ' echo '; then echo TERMINAL-COOKED; else echo TERMINAL-RAW; fi; sleep 120",
             shell_quote(&script.display().to_string())
         ))
         .status()
@@ -213,7 +213,7 @@ prompt = "test -f {fixed} || {{ echo not fixed yet; exit 3; }}; echo fixed > fla
     assert!(weft.work().join("flaky.txt").exists());
 
     tmux.keys(&["q"]);
-    let screen = tmux.wait_for("TUI-EXITED");
+    let screen = tmux.wait_for("TERMINAL-");
     assert!(screen.contains("TUI-EXITED 0"), "{screen}");
     assert!(
         screen.contains("TERMINAL-COOKED"),
@@ -263,7 +263,7 @@ fn sigterm_ends_the_tui_and_gives_the_terminal_back_in_its_normal_mode() {
             .unwrap()
             .success()
     );
-    let screen = tmux.wait_for("TUI-EXITED");
+    let screen = tmux.wait_for("TERMINAL-");
     assert!(
         screen.contains("TERMINAL-COOKED"),
         "raw mode was left on:\n{screen}"
