@@ -787,3 +787,67 @@ pub fn plan_leftovers(
     }
     Ok(Leftovers { runs })
 }
+
+fn label(repo: Option<&String>) -> String {
+    repo.map(|name| format!("{name}: ")).unwrap_or_default()
+}
+
+impl MergeReport {
+    /// The person's lines of this report (the CLI and the TUI print them).
+    pub fn lines(&self) -> Vec<String> {
+        let report = self;
+        let mut lines = Vec::new();
+        if report.resumed {
+            lines.push(format!(
+                "finished the handoff merge of run {} that was interrupted",
+                report.run
+            ));
+        }
+        for repo in &report.repos {
+            let branch = if repo.branch.is_empty() {
+                "your branch"
+            } else {
+                repo.branch.as_str()
+            };
+            lines.push(match &repo.outcome {
+                MergeOutcome::Merged { commit, .. } => format!(
+                    "{}merged {} into {branch} as {}",
+                    label(repo.repo.as_ref()),
+                    report.integration_branch,
+                    commit.short()
+                ),
+                MergeOutcome::UpToDate { .. } => format!(
+                    "{}{branch} already contains {}",
+                    label(repo.repo.as_ref()),
+                    report.integration_branch
+                ),
+            });
+        }
+        lines.push(report.removed.sentence());
+        lines
+    }
+}
+
+impl AbortReport {
+    /// The person's lines of this report.
+    pub fn lines(&self) -> Vec<String> {
+        let report = self;
+        let mut lines: Vec<String> = report
+            .repos
+            .iter()
+            .map(|repo| {
+                format!(
+                    "{}put {} and your checkout back at {}",
+                    label(repo.repo.as_ref()),
+                    repo.branch,
+                    repo.head.short()
+                )
+            })
+            .collect();
+        lines.push(format!(
+        "aborted the handoff merge of run {}; the run is still open (`weft handoff merge` merges it, `weft handoff discard` ends it)",
+        report.run
+    ));
+        lines
+    }
+}

@@ -383,7 +383,11 @@ impl App {
                 Some(weft_engine::control::stop(&mut self.store, &plan).map(|r| r.lines))
             }
             Effect::Answer { ask, allow, scope } => Some(self.answer(ask, allow, scope)),
-            Effect::Merge => Some(self.handoff().and_then(|h| h.merge(&mut self.store, &plan))),
+            Effect::Merge => Some(
+                self.handoff()
+                    .and_then(|h| h.merge(&mut self.store, &plan, None))
+                    .map(|report| report.lines()),
+            ),
             Effect::Discard => Some(
                 self.handoff()
                     .and_then(|h| h.discard(&mut self.store, &plan)),

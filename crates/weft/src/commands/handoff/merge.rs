@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use weft_engine::Interrupt;
-use weft_engine::handoff::{AbortReport, MergeOutcome, MergeReport};
+use weft_engine::handoff::{AbortReport, MergeReport};
 
 use crate::cli::Globals;
 use crate::commands::{JsonArg, print_json, report_lines};
@@ -91,60 +91,12 @@ fn defer_signals() -> Interrupt {
     interrupt
 }
 
-fn label(repo: Option<&String>) -> String {
-    repo.map(|name| format!("{name}: ")).unwrap_or_default()
-}
-
 /// The person's lines of a [`MergeReport`].
 pub fn merge_lines(report: &MergeReport) -> Vec<String> {
-    let mut lines = Vec::new();
-    if report.resumed {
-        lines.push(format!(
-            "finished the handoff merge of run {} that was interrupted",
-            report.run
-        ));
-    }
-    for repo in &report.repos {
-        let branch = if repo.branch.is_empty() {
-            "your branch"
-        } else {
-            repo.branch.as_str()
-        };
-        lines.push(match &repo.outcome {
-            MergeOutcome::Merged { commit, .. } => format!(
-                "{}merged {} into {branch} as {}",
-                label(repo.repo.as_ref()),
-                report.integration_branch,
-                commit.short()
-            ),
-            MergeOutcome::UpToDate { .. } => format!(
-                "{}{branch} already contains {}",
-                label(repo.repo.as_ref()),
-                report.integration_branch
-            ),
-        });
-    }
-    lines.push(report.removed.sentence());
-    lines
+    report.lines()
 }
 
 /// The person's lines of an [`AbortReport`].
 pub fn abort_lines(report: &AbortReport) -> Vec<String> {
-    let mut lines: Vec<String> = report
-        .repos
-        .iter()
-        .map(|repo| {
-            format!(
-                "{}put {} and your checkout back at {}",
-                label(repo.repo.as_ref()),
-                repo.branch,
-                repo.head.short()
-            )
-        })
-        .collect();
-    lines.push(format!(
-        "aborted the handoff merge of run {}; the run is still open (`weft handoff merge` merges it, `weft handoff discard` ends it)",
-        report.run
-    ));
-    lines
+    report.lines()
 }
