@@ -630,7 +630,7 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
         [[tasks]]\nid = \"idle\"\ntitle = \"Idle\"\nprompt = '''\nsleep 3\nprintf 'idle\\n' > idle.txt\n'''\n\
         [[tasks]]\nid = \"busy\"\ntitle = \"Busy\"\nprompt = '''\nprintf 'half\\n' > half.txt\nsleep 3\nprintf 'busy\\n' > busy.txt\n'''\n";
     let space = Space::new(plan);
-    let mut child = space.run(None).spawn().unwrap();
+    let mut child = no_lifeline(space.run(None)).spawn().unwrap();
     wait_for(&space, 2, || {
         worktrees(&space)
             .iter()
@@ -652,28 +652,21 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
         text(&text_status.stdout)
     );
 
-    // `weft stop` ends what the dead engine left running (the tasks' shells). Two
-    // mechanisms race here on purpose: each attempt's supervisor ends its processes by
-    // itself within 5 s of the engine's death (its lifeline), and `weft stop` ends what is
-    // still there. On a loaded machine the lifeline may win for one task or both, so the
-    // count `weft stop` reports is 1 or 2 — or, when both already ended, it says there is
-    // nothing to stop. Either way nothing of the run may be alive afterwards.
+    // `weft stop` ends what the dead engine left running (the tasks' shells). The
+    // supervisors' lifeline is off in this test (`no_lifeline`), or it would race `weft
+    // stop` to end them.
     let state = space.work().join(".weft");
+    assert!(
+        !processes_in(&state).is_empty(),
+        "the tasks' processes already ended"
+    );
     let stop = space.weft(&["stop"]).output().unwrap();
-    let stdout = text(&stop.stdout);
-    if stop.status.success() {
-        assert!(
-            stdout.contains("no engine is running; ended 2")
-                || stdout.contains("no engine is running; ended 1"),
-            "{stdout}"
-        );
-    } else {
-        assert!(
-            text(&stop.stderr).contains("no run of this plan is active"),
-            "{}",
-            text(&stop.stderr)
-        );
-    }
+    assert!(stop.status.success(), "{}", text(&stop.stderr));
+    assert!(
+        text(&stop.stdout).contains("no engine is running; ended 2"),
+        "{}",
+        text(&stop.stdout)
+    );
     assert_eq!(processes_in(&state), Vec::<String>::new());
 
     // The next run: the idle attempt's cut is gone, the busy one's is kept and listed.
@@ -711,12 +704,20 @@ fn a_killed_engines_attempts_read_interrupted_and_their_worktrees_are_reclaimed_
     assert_eq!(statuses(&space), ["completed", "completed"]);
 }
 
+/// `command` with its attempts' supervisors' lifeline turned off (a test seam): a killed
+/// engine's processes then stay until a weft command ends them.
+fn no_lifeline(mut command: Command) -> Command {
+    command.env("WEFT_TEST_NO_LIFELINE", "1");
+    command
+}
+
 /// Issue 12, failure 6: `weft cancel` on a task a killed engine left running ends its
 /// agent instead of leaving it running.
 #[test]
 fn cancelling_a_task_of_a_killed_engine_ends_its_process() {
     let space = Space::new(&small_plan(1, "sleep 20"));
-    let mut child = space.run(None).spawn().unwrap();
+    // The lifeline would end the agent by itself within 5 s and race `weft cancel`.
+    let mut child = no_lifeline(space.run(None)).spawn().unwrap();
     wait_for(&space, 1, || true);
     child.kill().unwrap();
     child.wait().unwrap();

@@ -110,13 +110,20 @@ enum Stop {
 
 /// See the parent module. `args` are the arguments after [`super::SUPERVISOR_ARG`].
 pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let args = match parse(args.into_iter()) {
+    let mut args = match parse(args.into_iter()) {
         Ok(args) => args,
         Err(e) => {
             say(&format!("weft's supervisor: {e}"));
             return ExitCode::from(SETUP_FAILED);
         }
     };
+    // A test seam: `WEFT_TEST_NO_LIFELINE=1` in the engine's environment (which the
+    // supervisor starts from) turns the lifeline off, so a test can prove what `weft stop`
+    // and `weft cancel` do with a dead engine's leftovers without racing the lifeline
+    // (which ends them by itself within 5 s, and is tested on its own).
+    if std::env::var_os("WEFT_TEST_NO_LIFELINE").is_some_and(|v| v == "1") {
+        args.parent = 0;
+    }
     // Every orphan of the attempt (setsid, nohup, double fork) is re-parented to us, so
     // it stays findable as a descendant and is ended with the attempt.
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
