@@ -29,7 +29,6 @@ pub mod notify;
 pub mod planning;
 pub mod preview;
 pub mod repository;
-pub mod review;
 pub mod runners;
 pub mod task_diff;
 pub mod transcripts;

@@ -1,5 +1,5 @@
-//! What one attempt of a task changed, as a diff by file, for front ends that review a
-//! task's work (the dashboard's review comments).
+//! What one attempt of a task changed, as a diff by file, for every front end that shows
+//! a task's work (the dashboard's diff and review comments, `weft tui`'s `d` pane).
 //!
 //! - A landed attempt: the landing's merge against its first parent, i.e. exactly what
 //!   the task brought onto the integration branch (not what other tasks landed since it
@@ -44,8 +44,18 @@ pub struct TaskDiff {
     pub files: Vec<FileDiff>,
 }
 
-/// The diff of `attempt` (see the module docs).
+/// The diff of `attempt` (see the module docs), its patch capped at weft-git's default
+/// diff limit.
 pub fn of_attempt(workspace: &Path, attempt: &Attempt) -> Result<Option<TaskDiff>, EngineError> {
+    of_attempt_limited(workspace, attempt, weft_git::DEFAULT_DIFF_LIMIT)
+}
+
+/// [`of_attempt`] with the patch capped at `limit` bytes.
+pub fn of_attempt_limited(
+    workspace: &Path,
+    attempt: &Attempt,
+    limit: usize,
+) -> Result<Option<TaskDiff>, EngineError> {
     let folder = attempt
         .worktree
         .as_deref()
@@ -76,7 +86,7 @@ pub fn of_attempt(workspace: &Path, attempt: &Attempt) -> Result<Option<TaskDiff
             (cut_from.clone(), tip.to_string(), false)
         }
     };
-    let diff = repo.diff(&base, &tip).map_err(git_error)?;
+    let diff = repo.diff_limited(&base, &tip, limit).map_err(git_error)?;
     Ok(Some(TaskDiff {
         task: attempt.task_id.clone(),
         attempt: attempt.id.clone(),

@@ -494,7 +494,7 @@ impl App {
         )
     }
 
-    /// The task's last attempt's work (`weft_engine::review`).
+    /// The task's last attempt's work (`weft_engine::task_diff`, as the dashboard shows it).
     fn task_diff(&self, task: &str) -> String {
         let attempts = match self.store.attempts_of_task(&self.options.plan_id, task) {
             Ok(attempts) => attempts,
@@ -503,8 +503,19 @@ impl App {
         let Some(attempt) = attempts.iter().max_by_key(|a| (a.started_at, a.number)) else {
             return format!("task {task} has not run yet: there is no diff");
         };
-        weft_engine::review::attempt_diff(&self.options.workspace, attempt, DIFF_BYTES)
-            .unwrap_or_else(|e| error_line(&e))
+        match weft_engine::task_diff::of_attempt_limited(
+            &self.options.workspace,
+            attempt,
+            DIFF_BYTES,
+        ) {
+            Ok(Some(diff)) => diff_text(attempt.number, &diff),
+            Ok(None) => format!(
+                "attempt {} has no diff of its own to show: it changed nothing, or it ran in \
+                 the workspace itself (`git diff` in {})",
+                attempt.number, attempt.cwd
+            ),
+            Err(e) => error_line(&e),
+        }
     }
 
     fn read_output(&mut self, attempt: String, offset: u64) {
@@ -559,4 +570,19 @@ fn now() -> weft_core::Timestamp {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// The diff pane's text of an attempt's [`weft_engine::task_diff::TaskDiff`].
+fn diff_text(number: u32, diff: &weft_engine::task_diff::TaskDiff) -> String {
+    let mut text: String = diff.files.iter().map(|f| f.patch.as_str()).collect();
+    if text.is_empty() {
+        text = format!(
+            "attempt {number} changed nothing ({}..{})\n",
+            diff.base, diff.tip
+        );
+    }
+    if diff.truncated {
+        text.push_str(&format!("… cut at {DIFF_BYTES} bytes\n"));
+    }
+    text
 }
