@@ -82,5 +82,6 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     if let Some(waiting) = &view.waiting_on {
         let _ = writeln!(text, "not ready yet: {waiting}");
     }
-    stdout(&text)
+    // Steps and titles come from a plan a planner may have written: never raw.
+    stdout(&crate::render::safe(&text))
 }

@@ -74,5 +74,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     if !preview.prompt.ends_with('\n') {
         text.push('\n');
     }
-    stdout(&text)
+    // The prompt holds its dependencies' output tails (agent text) and the plan's own
+    // text: shown with control sequences escaped.
+    stdout(&crate::render::safe(&text))
 }

@@ -1,5 +1,6 @@
 //! Terminal safety (issue 11 §5): an agent's control sequences never reach a terminal
-//! through `weft log`, `weft status` or `weft events`; `weft log --raw` keeps the bytes.
+//! through `weft log`, `weft status`, `weft events`, `weft prompt` or `weft manual`;
+//! `weft log --raw` keeps the bytes.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -232,4 +233,34 @@ fn weft_status_and_events_show_a_title_and_a_verdict_with_control_sequences_esca
         "the verdict's reason, escaped: {status}"
     );
     assert!(!status.contains('\u{1b}'), "{status:?}");
+}
+
+#[test]
+fn weft_prompt_and_weft_manual_show_a_plans_control_sequences_escaped() {
+    let weft = Weft::with_agents();
+    // A prompt and a manual task's steps as a planner could write them.
+    weft.write(
+        "plan.toml",
+        "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"echo \\u001b]52;c;aGk=\\u0007 \\u001b[2J\"\n[[tasks]]\ntitle = \"Check\"\nkind = \"manual\"\nsteps = [\"Look \\u001b[2J\\u001b]0;pwned\\u0007\"]\n",
+    );
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    for (args, shown) in [
+        (&["prompt", "1"][..], r"echo \x1b]52;c;aGk=\x07 \x1b[2J"),
+        (&["manual", "2"][..], r"Look \x1b[2J\x1b]0;pwned\x07"),
+    ] {
+        let mut command = weft.command(args);
+        command.env_remove("NO_COLOR");
+        let (code, out) = on_a_pty(command);
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(code, 0, "{args:?}: {text}");
+        assert_eq!(
+            unsafe_controls(&out),
+            Vec::<String>::new(),
+            "{args:?}: {text:?}"
+        );
+        assert!(text.contains(shown), "{args:?}: {text}");
+    }
+    // `--json` carries the text as stored (JSON escapes it).
+    let json = weft.ok(&["prompt", "1", "--json"]).stdout;
+    assert!(json.contains(r"\u001b]52"), "{json}");
 }

@@ -60,7 +60,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         }
         out.push('\n');
     }
-    stdout(&out)?;
+    // A question quotes what an agent or planner asked (a command line, a path).
+    stdout(&crate::render::safe(&out))?;
     note("answer with `weft approvals allow ID [--scope SCOPE]` or `weft approvals deny ID`");
     Ok(())
 }

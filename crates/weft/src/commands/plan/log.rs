@@ -68,5 +68,6 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             }
         }
     }
-    stdout(&out)
+    // The research log quotes the planner's tool calls and their output.
+    stdout(&crate::render::safe(&out))
 }
