@@ -96,19 +96,17 @@ pub fn release_blocked(
 ) -> Result<Vec<String>, EngineError> {
     let plan = store.plan(plan_id)?;
     let released = releasable(&plan, task_id);
-    if !released.is_empty() {
-        let pending = TaskUpdate {
-            status: Some(TaskStatus::Pending),
-            ..TaskUpdate::default()
-        };
-        let updates: Vec<(&str, &TaskUpdate)> =
-            released.iter().map(|id| (id.as_str(), &pending)).collect();
-        let event = EventKind::TasksReleased {
-            by: task_id.to_owned(),
-            tasks: released.clone(),
-        };
-        store.update_tasks(plan_id, &updates, Event::new(event), now())?;
-    }
+    let event = EventKind::TasksReleased {
+        by: task_id.to_owned(),
+        tasks: released.clone(),
+    };
+    store.set_statuses(
+        plan_id,
+        &released,
+        TaskStatus::Pending,
+        Event::new(event),
+        now(),
+    )?;
     Ok(released)
 }
 

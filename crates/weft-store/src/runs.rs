@@ -37,6 +37,16 @@ pub struct TaskUpdate {
     pub hold: Option<bool>,
 }
 
+impl TaskUpdate {
+    /// A change of the status alone.
+    pub fn status(status: TaskStatus) -> Self {
+        TaskUpdate {
+            status: Some(status),
+            ..TaskUpdate::default()
+        }
+    }
+}
+
 const RUN_COLUMNS: &str = "id, plan_id, status, base_ref, integration_branch, engine_pid, \
      engine_start_ticks, started_at, ended_at";
 
@@ -440,6 +450,26 @@ impl Store {
             None => event.task(task_id),
         };
         self.update_tasks(plan_id, &[(task_id, update)], event, now)
+    }
+
+    /// Give every task in `ids` the status `status`, with one event (blocking a failed
+    /// task's dependents, releasing them, requeueing after a crash). Nothing is stored
+    /// when `ids` is empty.
+    pub fn set_statuses(
+        &mut self,
+        plan_id: &str,
+        ids: &[String],
+        status: TaskStatus,
+        event: Event,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let update = TaskUpdate::status(status);
+        let updates: Vec<(&str, &TaskUpdate)> =
+            ids.iter().map(|id| (id.as_str(), &update)).collect();
+        self.update_tasks(plan_id, &updates, event, now)
     }
 
     /// Change several tasks at once (a failure blocking its descendants), with one event.

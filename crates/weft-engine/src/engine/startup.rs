@@ -9,7 +9,7 @@ use weft_agents::supervise::kill_group;
 use weft_core::event::{Event, EventKind};
 use weft_core::{AttemptStatus, Plan, TaskKind, TaskStatus};
 use weft_git::Oid;
-use weft_store::{Store, TaskUpdate};
+use weft_store::Store;
 
 use super::landing::{Then, Waiting};
 use super::runloop::RunLoop;
@@ -232,17 +232,15 @@ impl RunLoop<'_> {
             .map(|task| task.id.clone())
             .collect();
         if !requeue.is_empty() {
-            let pending = TaskUpdate {
-                status: Some(TaskStatus::Pending),
-                ..TaskUpdate::default()
-            };
-            let updates: Vec<(&str, &TaskUpdate)> =
-                requeue.iter().map(|id| (id.as_str(), &pending)).collect();
             let requeued = EventKind::TasksRequeued {
                 tasks: requeue.clone(),
             };
-            self.view
-                .update_tasks(&mut self.store, &updates, Event::new(requeued))?;
+            self.view.set_statuses(
+                &mut self.store,
+                &requeue,
+                TaskStatus::Pending,
+                Event::new(requeued),
+            )?;
             for id in &requeue {
                 self.view.release_blocked(&mut self.store, id)?;
             }

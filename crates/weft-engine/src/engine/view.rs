@@ -101,6 +101,27 @@ impl PlanView {
         Ok(())
     }
 
+    /// Give every task in `ids` the status `status` with one event ([`Store::set_statuses`]),
+    /// and apply it here.
+    pub fn set_statuses(
+        &mut self,
+        store: &mut Store,
+        ids: &[String],
+        status: TaskStatus,
+        event: Event,
+    ) -> Result<(), EngineError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        store.set_statuses(&self.plan.id, ids, status, event, now())?;
+        self.revision += 1;
+        let update = TaskUpdate::status(status);
+        for id in ids {
+            self.apply(id, &update);
+        }
+        Ok(())
+    }
+
     pub fn update_task(
         &mut self,
         store: &mut Store,
@@ -176,17 +197,11 @@ impl PlanView {
         if blocked.is_empty() {
             return Ok(blocked);
         }
-        let update = TaskUpdate {
-            status: Some(TaskStatus::Blocked),
-            ..TaskUpdate::default()
-        };
-        let updates: Vec<(&str, &TaskUpdate)> =
-            blocked.iter().map(|id| (id.as_str(), &update)).collect();
         let event = EventKind::TasksBlocked {
             by: failed.to_owned(),
             tasks: blocked.clone(),
         };
-        self.update_tasks(store, &updates, Event::new(event))?;
+        self.set_statuses(store, &blocked, TaskStatus::Blocked, Event::new(event))?;
         Ok(blocked)
     }
 
@@ -200,17 +215,11 @@ impl PlanView {
         if released.is_empty() {
             return Ok(());
         }
-        let pending = TaskUpdate {
-            status: Some(TaskStatus::Pending),
-            ..TaskUpdate::default()
-        };
-        let updates: Vec<(&str, &TaskUpdate)> =
-            released.iter().map(|id| (id.as_str(), &pending)).collect();
         let event = EventKind::TasksReleased {
             by: task_id.to_owned(),
             tasks: released.clone(),
         };
-        self.update_tasks(store, &updates, Event::new(event))
+        self.set_statuses(store, &released, TaskStatus::Pending, Event::new(event))
     }
 
     /// How many tasks have each status in `wanted`.
