@@ -28,6 +28,16 @@ const STDERR_LIMIT: usize = 4096;
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(100);
 
+/// How many times a command run in its own process group is started again after a
+/// terminal's signal killed it (see [`Call::output`]).
+const RESPAWN_LIMIT: u32 = 3;
+
+/// The signals a terminal or a `kill` of a whole process group sends.
+fn is_group_signal(signal: i32) -> bool {
+    // SIGHUP 1, SIGINT 2, SIGQUIT 3, SIGTERM 15 on Linux.
+    matches!(signal, 1 | 2 | 3 | 15)
+}
+
 /// Variables that would point git at another repository than the one weft names with
 /// `-C`; removed from every child unless the handle sets them explicitly.
 const LOCATION_VARS: [&str; 7] = [
@@ -128,6 +138,8 @@ impl Git {
     /// Start every git child in a process group of its own, so a Ctrl-C at the terminal
     /// (SIGINT to the foreground process group) reaches weft but not git: a step that
     /// must not stop half-way (the handoff merge's apply) finishes, and weft decides.
+    /// A child such a signal still reached as it was being started is started again
+    /// (see [`Call::output`]).
     pub fn own_process_group(mut self) -> Git {
         self.own_group = true;
         self
@@ -396,11 +408,30 @@ impl<'a> Call<'a> {
         let start = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         let mut attempts = 0u32;
+        let mut respawned = 0;
         loop {
             let out = self.run_once()?;
             attempts += 1;
             if out.status.success() {
                 return Ok(out);
+            }
+            if self.git.own_group
+                && respawned < RESPAWN_LIMIT
+                && out.status.signal().is_some_and(is_group_signal)
+            {
+                // Why: a child asked to run in a process group of its own is still in
+                // weft's group for a moment after it is created (the C library blocks
+                // signals, creates the child, moves it to its group, then unblocks). A
+                // Ctrl-C at the terminal landing in that moment stays pending in the
+                // child and kills it before git even starts, which would fail the one
+                // step (the handoff merge's apply) that must finish. Nothing ran, so
+                // running it again is safe; a git killed later, on purpose, by a
+                // `kill` aimed at it, would reach here too, and every command run in
+                // its own group is one that can be repeated (reads, index updates,
+                // compare-and-swap ref moves). Bounded, so a git that keeps dying is
+                // reported.
+                respawned += 1;
+                continue;
             }
             let Some(lock) = lock_in(&out.stderr) else {
                 return Ok(out);

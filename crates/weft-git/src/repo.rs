@@ -98,6 +98,10 @@ impl Repo {
             "--git-common-dir",
         ]);
         let out = call.output()?;
+        if out.code().is_none() {
+            // Killed (a Ctrl-C): say so, rather than guess what kind of folder this is.
+            return Err(call.failed(&out));
+        }
         if !out.status.success() {
             // Tell "no repository" from "no working tree" without reading git's prose.
             let probe = Call::new(git, path)

@@ -949,29 +949,34 @@ fn a_handoff_merge_killed_mid_apply_is_refused_everywhere_then_aborted_or_finish
 fn ctrl_c_during_a_handoff_merge_leaves_the_checkout_untouched_or_fully_merged() {
     let (plan, files) = big_plan(2000);
     // The first merge is not interrupted: it measures how long a merge takes here; the
-    // others are interrupted at 0, 1/4, 1/2 and 3/4 of that.
+    // others are interrupted at 0, 1/8, 2/8, … 7/8 of that.
     let mut took = Duration::ZERO;
     let mut outcomes = Vec::new();
-    for attempt in 0..5u32 {
+    for attempt in 0..9u32 {
         let space = Space::new(&plan);
         run_to_end(&space);
         let before = space.checkout();
         let started = Instant::now();
         let mut child = space.handoff(&["--yes"], None).spawn().unwrap();
         if attempt > 0 {
-            std::thread::sleep(took * (attempt - 1) / 4);
+            std::thread::sleep(took * (attempt - 1) / 8);
             signal_group(child.id(), "INT");
         }
-        let status = child.wait().unwrap();
+        let out = child.wait_with_output().unwrap();
+        let status = out.status;
         if attempt == 0 {
-            assert!(status.success());
+            assert!(status.success(), "{}", text(&out.stderr));
             took = started.elapsed();
         }
+        let said = format!("{status}: {}", text(&out.stderr));
         assert!(
             !space.index_lock().exists(),
-            "try {attempt}: index.lock left"
+            "try {attempt}: index.lock left ({said})"
         );
-        assert!(!space.journal().exists(), "try {attempt}: journal left");
+        assert!(
+            !space.journal().exists(),
+            "try {attempt}: journal left ({said})"
+        );
         let after = space.checkout();
         if after == before {
             assert_ne!(

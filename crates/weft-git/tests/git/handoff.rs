@@ -518,3 +518,56 @@ fn a_refusal_names_a_screenful_of_paths_and_counts_the_rest() {
     assert!(problem.len() < 1000, "{} bytes: {problem}", problem.len());
     assert_eq!(weft_git::list_paths(&["a", "b"]), "a, b");
 }
+
+/// A git that dies of SIGINT the first time it is started (a Ctrl-C landing in the
+/// moment a child is still in weft's process group), then behaves.
+fn git_killed_once_by_ctrl_c(fx: &Fixture) -> std::path::PathBuf {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let flag = fx.env.root().join("killed-once");
+    let wrapper = fx.env.root().join("git-killed-once");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ ! -e '{flag}' ]; then : > '{flag}'; kill -INT $$; fi\nexec '{real}' \"$@\"\n",
+            flag = flag.display(),
+            real = real.trim()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn an_apply_in_its_own_process_group_survives_a_ctrl_c_that_reached_a_git_as_it_started() {
+    let fx = Fixture::new();
+    reshaping_setup(&fx);
+    let Prepared::Ready(merge) = fx.open().prepare_merge("run", "m").unwrap() else {
+        panic!("expected a merge to apply");
+    };
+    let wrapper = git_killed_once_by_ctrl_c(&fx);
+    let own = fx.git().program(&wrapper).own_process_group();
+    let repo = own.open(fx.path()).unwrap();
+    repo.apply_merge(&merge, &mut |_| {}).unwrap();
+    assert_eq!(fx.main(), merge.commit);
+    assert!(
+        fx.env.root().join("killed-once").exists(),
+        "the wrapper never fired"
+    );
+
+    // Without its own group, a git killed by a Ctrl-C is an error, as it should be: the
+    // command was meant to be interruptible.
+    let fx = Fixture::new();
+    reshaping_setup(&fx);
+    let wrapper = git_killed_once_by_ctrl_c(&fx);
+    let shared = fx.git().program(&wrapper);
+    let error = shared.open(fx.path()).unwrap_err();
+    assert!(error.to_string().contains("signal 2"), "{error}");
+}
