@@ -109,6 +109,24 @@ pub fn write_paths(
 ) -> Result<WritePaths, String> {
     let mut paths = folder_paths(cwd, &config.state_dir)?;
     paths.extend(worktree_admin_dir(cwd));
+    let Some(manifest) = manifest else {
+        return Ok(WritePaths {
+            paths,
+            create: Vec::new(),
+        });
+    };
+    let runner = runner_write_paths(config, manifest)?;
+    paths.extend(runner.paths);
+    Ok(WritePaths {
+        paths,
+        create: runner.create,
+    })
+}
+
+/// What a runner may write wherever it runs: its manifest's `write_paths` (its state
+/// folders, created when missing) and the `write_paths` setting.
+fn runner_write_paths(config: &EngineConfig, manifest: &Manifest) -> Result<WritePaths, String> {
+    let mut paths = Vec::new();
     let mut create = Vec::new();
     let env = &config.contain.env.0;
     let var = |name: &str| env.get(name).cloned();
@@ -116,17 +134,15 @@ pub fn write_paths(
     let resolve = |entry: &str, whose: &str| {
         resolve_write_path(entry, home, &var).map_err(|e| format!("{whose}: {e}"))
     };
-    if let Some(manifest) = manifest {
-        for entry in manifest.write_paths() {
-            if let Some(path) = resolve(entry, &format!("runner {}", manifest.name()))? {
-                create.push(path.clone());
-                paths.push(path);
-            }
+    for entry in manifest.write_paths() {
+        if let Some(path) = resolve(entry, &format!("runner {}", manifest.name()))? {
+            create.push(path.clone());
+            paths.push(path);
         }
-        for entry in &config.contain.write_paths {
-            if let Some(path) = resolve(entry, "the write_paths setting")? {
-                paths.push(path);
-            }
+    }
+    for entry in &config.contain.write_paths {
+        if let Some(path) = resolve(entry, "the write_paths setting")? {
+            paths.push(path);
         }
     }
     Ok(WritePaths { paths, create })
@@ -194,6 +210,89 @@ pub(crate) fn containment(
         tmp_dir: Some(tmp),
         env: Some(env),
     }))
+}
+
+/// The containment of a worktree's `setup` command, made once per run from the settings
+/// (the executor outlives the run loop's borrow of them): an `exec` task's, exactly —
+/// the `exec` runner's environment (`env_pass`), its `write_paths` and the
+/// `write_paths` setting — with the folders it prepares writable, given when it starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SetupContainment {
+    /// `None`: run uncontained, as its own group leader (an embedded engine).
+    supervisor: Option<PathBuf>,
+    kill_grace: std::time::Duration,
+    /// `Some`: confined, these writable besides its folders (`Err`: one did not resolve,
+    /// or `confine = "landlock"` cannot be honoured: the setup is refused, saying so).
+    confine: Option<Result<WritePaths, String>>,
+    env: Option<Passed>,
+    tmp_root: PathBuf,
+    /// Values masked in its log and its error.
+    pub secrets: Vec<String>,
+}
+
+impl SetupContainment {
+    pub(crate) fn of(config: &EngineConfig) -> SetupContainment {
+        let builtin = Manifest::builtin("exec");
+        let exec = config
+            .supervision
+            .registry
+            .get("exec")
+            .map(|loaded| &loaded.manifest)
+            .or(builtin.as_ref());
+        let confine = match (confined(config), exec) {
+            (Ok(false), _) => None,
+            (Ok(true), Some(exec)) => Some(runner_write_paths(config, exec)),
+            (Ok(true), None) => Some(Ok(WritePaths::default())),
+            (Err(e), _) => Some(Err(e.to_string())),
+        };
+        SetupContainment {
+            supervisor: config.contain.supervisor.clone(),
+            kill_grace: config.limits.kill_grace,
+            confine,
+            env: Some(config.contain.passed_env(exec.map(Manifest::env_pass))),
+            tmp_root: config.state_dir.join("tmp"),
+            secrets: config.supervision.secrets.clone(),
+        }
+    }
+
+    /// Whether the setup runs confined.
+    pub(crate) fn confined(&self) -> bool {
+        self.supervisor.is_some() && self.confine.is_some()
+    }
+
+    pub(crate) fn kill_grace(&self) -> std::time::Duration {
+        self.kill_grace
+    }
+
+    /// The containment of setup `name` (a temp folder of its own), writing `folders`.
+    pub(crate) fn containment(
+        &self,
+        name: &str,
+        folders: Vec<PathBuf>,
+    ) -> Result<Option<Containment>, String> {
+        let Some(supervisor) = &self.supervisor else {
+            return Ok(None);
+        };
+        let confine = match &self.confine {
+            None => None,
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(runner)) => {
+                let mut paths = folders;
+                paths.extend(runner.paths.iter().cloned());
+                Some(WritePaths {
+                    paths,
+                    create: runner.create.clone(),
+                })
+            }
+        };
+        Ok(Some(Containment {
+            supervisor: supervisor.clone(),
+            kill_grace: self.kill_grace,
+            confine,
+            tmp_dir: Some(self.tmp_root.join(format!("setup-{name}"))),
+            env: self.env.clone(),
+        }))
+    }
 }
 
 /// What `weft prompt N` and `weft runners` say about confinement.

@@ -30,6 +30,7 @@ use weft_agents::supervise::{
 };
 use weft_core::Task;
 
+use crate::contain::SetupContainment;
 use crate::error::EngineError;
 use crate::isolation::{Collected, Cut, Isolation, Runnable};
 
@@ -102,6 +103,8 @@ pub(crate) trait Executor: Send + Sync {
 pub(crate) struct LocalExecutor {
     pub workspace: PathBuf,
     pub runnable: Runnable,
+    /// How a `setup` command is contained (the `exec` runner's containment).
+    pub setup: SetupContainment,
     pub isolation: Option<Arc<Isolation>>,
 }
 
@@ -149,7 +152,7 @@ impl Executor for LocalExecutor {
             }),
             Place::Cut { number, repair_of } => {
                 let iso = self.isolation()?;
-                let cut = iso.cut(task, *number, &self.runnable)?;
+                let cut = iso.cut(task, *number, &self.runnable, &self.setup)?;
                 let repair_files = match repair_of {
                     Some(branch) => Some(iso.merge_for_repair(&cut, branch)?),
                     None => None,

@@ -39,8 +39,12 @@ pub(crate) struct Part {
     pub slot: usize,
     pub path: PathBuf,
     pub cut_from: Oid,
-    /// Links to the main checkout's ignored artifacts, relative to `path`.
+    /// What weft made runnable and never commits, relative to `path`: links to the main
+    /// checkout's ignored artifacts, mirrored `node_modules` folders and the files a
+    /// setup command created (see `crate::links`).
     pub links: Vec<PathBuf>,
+    /// Of `links`, the setup's files as it left them (to tell when the agent changed one).
+    pub setup_files: Vec<crate::links::Created>,
     /// The worktree's admin folder (`None` after a restart: found by its back-link).
     pub admin: Option<PathBuf>,
 }
@@ -79,7 +83,8 @@ impl Cut {
         ]
     }
 
-    /// Every link weft made, for the attempt's record.
+    /// What weft made runnable (links, mirrored folders, a setup's files), for the
+    /// attempt's record: the first [`crate::links::EVENT_LINKS`] (the cut keeps all).
     pub fn links(&self) -> Vec<String> {
         self.parts
             .iter()
@@ -88,6 +93,7 @@ impl Cut {
                     .iter()
                     .map(move |l| p.path.join(l).display().to_string())
             })
+            .take(crate::links::EVENT_LINKS)
             .collect()
     }
 }
@@ -106,12 +112,12 @@ pub(crate) enum Collected {
     Refused(String),
 }
 
-/// How a fresh worktree is made runnable.
+/// How a fresh worktree is made runnable (see `crate::links`).
 #[derive(Debug, Clone)]
 pub enum Runnable {
-    /// Link these entries of the main checkout in, if they exist there (`name*` matches a
-    /// prefix, e.g. `.env*`).
-    Link(Vec<String>),
+    /// Link what these entries (paths or globs) match in the main checkout in, entry by
+    /// entry.
+    Link(crate::links::Links),
     /// Run this shell command in the worktree instead.
     Setup(String),
 }
@@ -144,35 +150,6 @@ pub(crate) fn decode(slots: &[Slot], text: &str) -> Option<Vec<Oid>> {
                 .and_then(|(_, oid)| Oid::parse(oid))
         })
         .collect()
-}
-
-/// Entries of `root` that `patterns` name; `.git` and `.weft` never.
-fn linkable(root: &Path, patterns: &[String]) -> Vec<String> {
-    let mut names = Vec::new();
-    let entries: Vec<String> = fs_err::read_dir(root)
-        .map(|dir| {
-            dir.flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    for pattern in patterns {
-        let pattern = pattern.trim();
-        if pattern.is_empty() {
-            continue;
-        }
-        for name in &entries {
-            let matches = match pattern.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == pattern,
-            };
-            if matches && name != ".git" && name != ".weft" && !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names.sort();
-    names
 }
 
 /// What a missing git binary is called, wherever it is reported.
@@ -463,8 +440,15 @@ impl Isolation {
     }
 
     /// Fresh worktrees for attempt `number` of `task`, cut from the integration tips and
-    /// made runnable by linking each checkout's ignored artifacts in (or a setup command).
-    pub fn cut(&self, task: &Task, number: u32, runnable: &Runnable) -> Result<Cut, EngineError> {
+    /// made runnable by linking each checkout's ignored artifacts in (or a setup command,
+    /// contained by `setup`).
+    pub fn cut(
+        &self,
+        task: &Task,
+        number: u32,
+        runnable: &Runnable,
+        setup: &crate::contain::SetupContainment,
+    ) -> Result<Cut, EngineError> {
         let mut name = format!("{}-{}", task.order, slugify(&task.title));
         if number > 1 {
             name.push_str(&format!("-{number}"));
@@ -490,39 +474,22 @@ impl Isolation {
                 }
                 Err(other) => return Err(git_error(other)),
             };
-            let mut links = Vec::new();
-            if let Runnable::Link(patterns) = runnable {
-                for entry in linkable(slot.repo.root(), patterns) {
-                    let target = path.join(&entry);
-                    // Tracked content is already there; only missing entries are linked.
-                    if target.symlink_metadata().is_ok() {
-                        continue;
-                    }
-                    std::os::unix::fs::symlink(slot.repo.root().join(&entry), &target).map_err(
-                        |error| EngineError::Io {
-                            path: target.display().to_string(),
-                            error,
-                        },
-                    )?;
-                    links.push(PathBuf::from(entry));
-                }
-            }
             parts.push(Part {
                 slot: index,
                 path,
                 cut_from: tip,
-                links,
+                links: Vec::new(),
+                setup_files: Vec::new(),
                 admin: Some(made.admin),
             });
         }
-        if let Runnable::Setup(command) = runnable {
-            run_setup(command, &folder)?;
-        }
-        Ok(Cut {
+        let mut cut = Cut {
             path: folder,
             branch,
             parts,
-        })
+        };
+        crate::links::make_runnable(self, &mut cut, runnable, setup)?;
+        Ok(cut)
     }
 
     /// The cut an attempt record describes (after a restart).
@@ -538,6 +505,7 @@ impl Isolation {
                 path: self.slot_path(folder, slot),
                 cut_from,
                 links: Vec::new(),
+                setup_files: Vec::new(),
                 admin: None,
             })
             .collect();
@@ -918,78 +886,4 @@ fn reclaim_unrecorded(repo: &Repo, path: &Path, branch: &str) -> Result<(), Engi
         repo.delete_branch(branch, true).map_err(git_error)?;
     }
     Ok(())
-}
-
-/// How much of a failed setup command's output its error quotes.
-const SETUP_TAIL_BYTES: u64 = 4096;
-
-/// The longest a worktree's `setup` command may run.
-const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
-
-fn run_setup(command: &str, folder: &Path) -> Result<(), EngineError> {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::process::CommandExt;
-    let io = |error| EngineError::Io {
-        path: folder.display().to_string(),
-        error,
-    };
-    // Output goes to a file, not memory: a setup that floods its output costs disk, bounded
-    // by what it writes, and only the tail is read back.
-    let log_path = folder.with_extension("setup.log");
-    let log = fs_err::File::create(&log_path).map_err(io)?;
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", command])
-        .current_dir(folder)
-        .stdin(std::process::Stdio::null())
-        .stdout(log.file().try_clone().map_err(io)?)
-        .stderr(log.into_file())
-        .process_group(0)
-        .spawn()
-        .map_err(io)?;
-    // The engine waits here before the task can start: a setup that hangs must not hang
-    // the run (scheduling, control requests and `weft stop` wait behind it).
-    let deadline = std::time::Instant::now() + SETUP_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io)? {
-            break status;
-        }
-        if std::time::Instant::now() >= deadline {
-            let group = i32::try_from(child.id()).unwrap_or(i32::MAX);
-            weft_agents::supervise::kill_group(group, std::time::Duration::from_secs(2));
-            let _ = child.wait();
-            return Err(EngineError::Isolation {
-                detail: format!(
-                    "the setup command `{command}` did not finish in {} within {} minutes; it was stopped",
-                    folder.display(),
-                    SETUP_TIMEOUT.as_secs() / 60
-                ),
-                hint: format!(
-                    "its output so far is in {}; make `setup` in weft.toml finish by itself",
-                    log_path.display()
-                ),
-            });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    if status.success() {
-        let _ = fs_err::remove_file(&log_path);
-        return Ok(());
-    }
-    let mut text = Vec::new();
-    if let Ok(mut file) = std::fs::File::open(&log_path) {
-        let length = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let _ = file.seek(SeekFrom::Start(length.saturating_sub(SETUP_TAIL_BYTES)));
-        let _ = file.take(SETUP_TAIL_BYTES).read_to_end(&mut text);
-    }
-    let tail = weft_core::prompt::tail_chars(&String::from_utf8_lossy(&text), 2000);
-    Err(EngineError::Isolation {
-        detail: format!(
-            "the setup command `{command}` failed in {} ({status}): {tail}",
-            folder.display()
-        ),
-        hint: format!(
-            "its whole output is in {}; fix `setup` in weft.toml, or remove it to link artifacts instead",
-            log_path.display()
-        ),
-    })
 }

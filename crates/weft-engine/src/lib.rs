@@ -25,6 +25,7 @@ mod guards;
 pub mod handoff;
 mod isolation;
 pub mod kept;
+mod links;
 pub mod notify;
 pub mod planning;
 pub mod preview;
@@ -42,6 +43,7 @@ use weft_agents::manifest::Registry;
 pub use engine::{RunSummary, run};
 pub use error::EngineError;
 pub use isolation::{NoIsolation, Runnable, isolation_unavailable};
+pub use links::Links;
 
 /// Everything the engine needs to know to run a plan, resolved once by the front end
 /// into typed groups.

@@ -222,6 +222,17 @@ impl Repo {
             .collect())
     }
 
+    /// Untracked files (ignored ones not), each named (no folder is collapsed),
+    /// repository-relative.
+    pub fn untracked_paths(&self) -> Result<Vec<String>, GitError> {
+        Ok(self
+            .status(true)?
+            .into_iter()
+            .filter(StatusEntry::untracked)
+            .map(|entry| entry.path)
+            .collect())
+    }
+
     /// `git status --porcelain -z`, with or without untracked files.
     pub(crate) fn status(&self, untracked: bool) -> Result<Vec<StatusEntry>, GitError> {
         let call = self.read().args([

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use fs_err as fs;
 use weft_core::approval::{Mode, Scope};
-use weft_engine::Runnable;
 use weft_engine::contain::Confine;
+use weft_engine::{Links, Runnable};
 
 use crate::error::{CliError, EXIT_FAILURE, EXIT_USAGE};
 
@@ -132,12 +132,12 @@ pub const OUTSIDE_SYMLINKS: Key<bool> = Key {
     about: "a task whose changes add a symlink pointing outside its worktree (absolute, or escaping with ..): refuse (it fails at landing) or allow",
     parse: outside_symlinks,
 };
-pub const LINKS: Key<Vec<String>> = Key {
+pub const LINKS: Key<Links> = Key {
     name: "links",
     env: "WEFT_LINKS",
     default: "node_modules,.venv,venv,.env*,.claude,.codex,.opencode,.scratch",
-    about: "ignored entries of your checkout linked into each task worktree (comma-separated or a TOML list; `name*` matches a prefix)",
-    parse: list,
+    about: "ignored paths of your checkout linked into each task worktree, one link per match (paths or globs at any depth, e.g. packages/*/node_modules, **/target; comma-separated or a TOML list; a node_modules folder is linked entry by entry, workspace packages resolving inside the worktree)",
+    parse: links,
 };
 pub const SETUP: Key<Option<String>> = Key {
     name: "setup",
@@ -355,6 +355,26 @@ fn scopes(value: &str) -> Result<Vec<Scope>, String> {
         .iter()
         .map(|part| Scope::parse(part).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// Paths or globs, checked (a malformed glob is named). Split at the commas outside
+/// braces, so `packages/{api,web}/node_modules` stays one entry.
+fn links(value: &str) -> Result<Links, String> {
+    let mut entries = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (at, c) in value.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                entries.push(&value[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    entries.push(&value[start..]);
+    Links::parse(&entries)
 }
 
 /// `allow` (true) or `refuse` (false).
@@ -846,7 +866,7 @@ mod tests {
         assert!(settings.isolation.enabled);
         assert!(matches!(
             &settings.isolation.runnable,
-            Runnable::Link(links) if links.len() == 8 && links[3] == ".env*"
+            Runnable::Link(links) if links.entries().count() == 8 && links.entries().nth(3) == Some(".env*")
         ));
         assert_eq!(settings.planner.planner, None);
         assert_eq!(settings.approvals.mode, Mode::Ask);

@@ -129,6 +129,7 @@ impl<'a> RunLoop<'a> {
         let executor: Arc<dyn Executor> = Arc::new(LocalExecutor {
             workspace: config.workspace.clone(),
             runnable: config.isolation.runnable.clone(),
+            setup: crate::contain::SetupContainment::of(config),
             isolation: isolation.clone(),
         });
         let view = PlanView::load(&store, &config.plan_id)?;

@@ -109,6 +109,14 @@ impl RunLoop<'_> {
         }
         match ended.live.cut.clone() {
             Some(cut) if passed && self.isolation.is_some() => {
+                // The setup's files are never committed, even when the agent changed one.
+                let group = self.isolation.as_ref().is_some_and(|iso| iso.is_group());
+                if let Some(text) = crate::links::setup_files_changed(&cut, group) {
+                    let text = format!("task {}: {text}", ended.live.task.order);
+                    let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
+                    self.store
+                        .record_event(Some(&self.config.plan_id), event, now())?;
+                }
                 // Journal first: a passed attempt with no landing recorded is landed at the
                 // next start if weft dies before the landing is recorded.
                 self.store.save_attempt(

@@ -13,7 +13,7 @@ use crate::harness::{Weft, read};
 /// Whether Landlock is enforced here; if not, the test that needs it says so on stderr
 /// and is skipped — except in CI (`CI` set), where a kernel without Landlock fails it.
 #[allow(clippy::print_stderr)]
-fn landlock_or_skip(what: &str) -> bool {
+pub(crate) fn landlock_or_skip(what: &str) -> bool {
     if weft_engine::contain::landlock_available() {
         return true;
     }

@@ -16,6 +16,7 @@ mod help;
 mod isolation;
 mod json;
 mod layering;
+mod links;
 mod masking;
 mod notify;
 mod plan;
