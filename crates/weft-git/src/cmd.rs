@@ -139,7 +139,7 @@ impl Git {
     /// (SIGINT to the foreground process group) reaches weft but not git: a step that
     /// must not stop half-way (the handoff merge's apply) finishes, and weft decides.
     /// A child such a signal still reached as it was being started is started again
-    /// (see [`Call::output`]).
+    /// (see `Call::output`).
     pub fn own_process_group(mut self) -> Git {
         self.own_group = true;
         self

@@ -957,7 +957,7 @@ fn ctrl_c_during_a_handoff_merge_leaves_the_checkout_untouched_or_fully_merged()
         run_to_end(&space);
         let before = space.checkout();
         let started = Instant::now();
-        let mut child = space.handoff(&["--yes"], None).spawn().unwrap();
+        let child = space.handoff(&["--yes"], None).spawn().unwrap();
         if attempt > 0 {
             std::thread::sleep(took * (attempt - 1) / 8);
             signal_group(child.id(), "INT");
