@@ -106,6 +106,23 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning_tokens: Option<u64>,
     },
+    /// Spend figures for weft's live count ([`weft_core::spend::Meter`]). `total: false`:
+    /// one model message's (or step's) usage so far, `message` grouping the repeats of one
+    /// message (Claude Code repeats `message.usage` on each of its lines), `model` the model
+    /// that answered when the stream names it, `cost_usd` the CLI's own cost of it
+    /// (OpenCode's per step). `total: true`: the CLI's own total for the attempt at its end
+    /// (Claude's `result`, Codex's `turn.completed`), which replaces the estimate.
+    Spend {
+        #[serde(default)]
+        total: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        tokens: weft_core::spend::Tokens,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// The model's output hit its length limit (Claude `max_tokens`, OpenCode `length`).
     Truncated,
     /// The CLI's own end-of-run record: Claude `result`, Codex `turn.completed` /

@@ -83,7 +83,8 @@ impl Summary {
                 AgentEvent::ToolResult { .. }
                 | AgentEvent::Reasoning { .. }
                 | AgentEvent::PlanText { .. }
-                | AgentEvent::Truncated => {}
+                | AgentEvent::Truncated
+                | AgentEvent::Spend { .. } => {}
             }
         }
         s
@@ -948,13 +949,26 @@ fn opencode_final_uses_the_stop_message_and_late_errors() {
     let usage = parser.line(&finish("m2", "stop"));
     assert_eq!(
         usage,
-        [AgentEvent::Usage {
-            input_tokens: Some(10),
-            output_tokens: Some(2),
-            cost_usd: Some(1.0),
-            cache_tokens: None,
-            reasoning_tokens: None,
-        }]
+        [
+            AgentEvent::Spend {
+                total: false,
+                message: None,
+                model: None,
+                tokens: weft_core::spend::Tokens {
+                    input: 5,
+                    output: 1,
+                    ..Default::default()
+                },
+                cost_usd: Some(0.5),
+            },
+            AgentEvent::Usage {
+                input_tokens: Some(10),
+                output_tokens: Some(2),
+                cost_usd: Some(1.0),
+                cache_tokens: None,
+                reasoning_tokens: None,
+            }
+        ]
     );
     assert_eq!(
         parser.finish(),

@@ -413,6 +413,16 @@ pub enum EventKind {
     Notice {
         text: String,
     },
+    /// The plan's spend reached its budget (`budget_usd` / `budget_tokens`): no new task
+    /// starts, running ones finish. `limit` names the setting and its value; stored once
+    /// per transition (a raised budget and a later reach store another).
+    BudgetReached {
+        limit: String,
+        /// The plan's spend, summed over every attempt and retry (`$0.52, 12000 tokens`).
+        spent: String,
+        cost_usd: Option<f64>,
+        tokens: u64,
+    },
 
     // Attempts (the envelope's `task` and `attempt`).
     AttemptStarted {
@@ -421,6 +431,19 @@ pub enum EventKind {
         pid: Option<u32>,
         /// Ignored entries linked into its worktree.
         links: Vec<String>,
+    },
+    /// A running attempt's spend so far, estimated live from its stream (throttled: at
+    /// most one per attempt every few seconds, and only when it changed). `cost_usd` is
+    /// `None` while a model's price is unknown (`unpriced` names it); tokens always count.
+    SpendUpdated {
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unpriced: Option<String>,
+        /// The CLI's own final total replaced the estimate.
+        #[serde(default)]
+        reported: bool,
     },
     /// It could not even start; `reason` says why.
     AttemptFailedToStart {

@@ -15,6 +15,7 @@ pub mod refs;
 pub mod schedule;
 pub mod secrets;
 pub mod slug;
+pub mod spend;
 pub mod terminal;
 pub mod validate;
 pub mod verdict;

@@ -13,7 +13,7 @@ use weft_core::{
 };
 
 /// The number of [`EventKind`] variants; [`index`] must give each its own number below it.
-const KINDS: usize = 48;
+const KINDS: usize = 50;
 
 /// An exhaustive match (no wildcard): a new variant does not compile until it is numbered
 /// here, and then [`every_kind_round_trips`] fails until [`one_of_each`] has an example.
@@ -67,6 +67,8 @@ fn index(kind: &EventKind) -> usize {
         EventKind::ApprovalAnswered { .. } => 45,
         EventKind::ApprovalSettled { .. } => 46,
         EventKind::Unrecognized { .. } => 47,
+        EventKind::BudgetReached { .. } => 48,
+        EventKind::SpendUpdated { .. } => 49,
     }
 }
 
@@ -180,6 +182,19 @@ fn one_of_each() -> Vec<EventKind> {
         },
         EventKind::Notice {
             text: "stashed your changes".into(),
+        },
+        EventKind::BudgetReached {
+            limit: "budget_usd = $1.00".into(),
+            spent: "$1.02, 40000 tokens".into(),
+            cost_usd: Some(1.02),
+            tokens: 40_000,
+        },
+        EventKind::SpendUpdated {
+            input_tokens: 1200,
+            output_tokens: 40,
+            cost_usd: None,
+            unpriced: Some("mystery-9".into()),
+            reported: false,
         },
         EventKind::AttemptStarted {
             number: 1,

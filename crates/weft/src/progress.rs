@@ -207,6 +207,9 @@ impl Lines {
                 None => format!("control: {}", request.kind()),
             },
             EventKind::Notice { text } => format!("note: {text}"),
+            EventKind::BudgetReached { limit, spent, .. } => format!(
+                "budget reached: the plan has spent {spent} ({limit}); no new task starts, running tasks finish (raise the budget and run `weft run` to continue)"
+            ),
             EventKind::RunEnded { status, totals } => {
                 let status = status.as_str();
                 match totals {
@@ -265,7 +268,8 @@ impl Lines {
             | EventKind::ApprovalAsked { .. }
             | EventKind::ApprovalAnswered { .. }
             | EventKind::ApprovalSettled { .. }
-            | EventKind::Unrecognized { .. } => return None,
+            | EventKind::Unrecognized { .. }
+            | EventKind::SpendUpdated { .. } => return None,
         })
     }
 }

@@ -607,6 +607,30 @@ pub fn describe_event(kind: &weft_core::EventKind) -> String {
         E::HandoffMerged => "handed off: merged".into(),
         E::HandoffDiscarded { kept } => format!("handed off: discarded (tip kept as {kept})"),
         E::Notice { text } => format!("note: {text}"),
+        E::BudgetReached { limit, spent, .. } => {
+            format!("budget reached: spent {spent} ({limit}); no new task starts")
+        }
+        E::SpendUpdated {
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            unpriced,
+            reported,
+        } => {
+            let cost = match (cost_usd, unpriced) {
+                (Some(usd), _) => weft_core::spend::usd(*usd),
+                (None, Some(model)) => format!("cost unknown (no price for {})", cut(model, 40)),
+                (None, None) => "cost unknown".into(),
+            };
+            format!(
+                "{} so far: {cost}, tokens {input_tokens} in / {output_tokens} out",
+                if *reported {
+                    "spent (as the agent reported)"
+                } else {
+                    "spent"
+                }
+            )
+        }
         E::AttemptStarted {
             number,
             runner,

@@ -13,14 +13,17 @@
 //! | `assistant` with a non-null `parent_tool_use_id` (sub-agent traffic) | only its tool calls: `ToolUse{subagent: true}`, `ToolResult` |
 //! | `user`, `tool_result` block (the agent's and its sub-agents') | `ToolResult`: `is_error` is a Failure, or Denied when the text is a permission refusal |
 //! | `stream_event`, `control_request`, other `system`, other `user` content | nothing |
-//! | `result` | `Truncated` on `max_tokens`, one `PermissionDenied` (with `tool_use_id`) per `permission_denials` entry, then `Usage`, then `Final` |
+//! | `assistant` with `message.usage` (a sub-agent's too; not the CLI's synthetic ones) | `Spend{total: false}` (`message`: `message.id`, `model`: `message.model`) |
+//! | `result` | `Truncated` on `max_tokens`, one `PermissionDenied` (with `tool_use_id`) per `permission_denials` entry, then `Spend{total: true}` (its `usage` and `total_cost_usd`), `Usage`, then `Final` |
 //!
 //! `Final::is_error` is the CLI's `is_error` (absent: `subtype != "success"`); `Final::text`
 //! is `result` (absent for the `error_*` subtypes); `Final::detail`, only when failed, joins
 //! the non-`success` subtype, `errors[]` and the result text, then `(HTTP n)` for an
 //! `api_error_status`. Usage figures are the run totals of the `result` line:
 //! `usage.input_tokens` (which excludes the cache), the cache reads and writes as
-//! `cache_tokens`, and `total_cost_usd`. A stream without a `result` line (hang, kill)
+//! `cache_tokens`, and `total_cost_usd`. (An `assistant` line's `message.usage` is the
+//! figure at the message's start: its `output_tokens` is not final, so the live estimate
+//! runs low on output until `result` replaces it.) A stream without a `result` line (hang, kill)
 //! produces no `Final`.
 
 use serde_json::{Map, Value};
@@ -29,6 +32,8 @@ use super::{
     ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, content_text, json_object, mentions,
     one_line, str_field, summarize_input, tool_summary,
 };
+use weft_core::spend::Tokens;
+
 use crate::event::{AgentEvent, ToolOutcome};
 
 /// How Claude Code words a refused tool call (headless `default` mode, the working
@@ -124,6 +129,16 @@ fn assistant(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
     }
     if !subagent && str_field(message, "stop_reason") == Some("max_tokens") {
         events.push(AgentEvent::Truncated);
+    }
+    // Every message costs, a sub-agent's too.
+    if let Some(usage) = message.get("usage").and_then(Value::as_object) {
+        events.push(AgentEvent::Spend {
+            total: false,
+            message: str_field(message, "id").map(|id| bounded(id, ID_MAX)),
+            model: str_field(message, "model").map(|m| bounded(m, NAME_MAX)),
+            tokens: tokens(usage),
+            cost_usd: None,
+        });
     }
 
     let message_id = str_field(message, "id").map(|id| bounded(id, ID_MAX));
@@ -253,6 +268,17 @@ fn user(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
     }
 }
 
+/// The tokens of a `usage` object (a message's or the result's).
+fn tokens(usage: &Map<String, Value>) -> Tokens {
+    let get = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Tokens {
+        input: get("input_tokens"),
+        output: get("output_tokens"),
+        cache_read: get("cache_read_input_tokens"),
+        cache_write: get("cache_creation_input_tokens"),
+    }
+}
+
 fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
     if str_field(obj, "stop_reason") == Some("max_tokens") {
         events.push(AgentEvent::Truncated);
@@ -286,6 +312,13 @@ fn result(obj: &Map<String, Value>, events: &mut Vec<AgentEvent>) {
         (write, read) => Some(write.unwrap_or(0).saturating_add(read.unwrap_or(0))),
     };
     if input_tokens.is_some() || output_tokens.is_some() || cost.is_some() {
+        events.push(AgentEvent::Spend {
+            total: true,
+            message: None,
+            model: None,
+            tokens: usage.map(self::tokens).unwrap_or_default(),
+            cost_usd: cost,
+        });
         events.push(AgentEvent::Usage {
             input_tokens,
             output_tokens,

@@ -11,13 +11,15 @@
 //! | any tool item completed with `status: "declined"` | `PermissionDenied` |
 //! | `item.completed` `error` (non-fatal warning) | `Error` |
 //! | `error` (stream level, e.g. "Reconnecting... 2/5") | `Error` |
-//! | `turn.completed` | `Usage` then `Final{is_error: false, text: last agent message of the turn}` |
+//! | `turn.completed` | `Spend{total: true}` (input without its cached part, which is the cache read), `Usage`, then `Final{is_error: false, text: last agent message of the turn}` |
 //! | `turn.failed` | `Final{is_error: true, detail: error.message}` |
 //! | `turn.started` | nothing (forgets the previous turn's last message) |
 //! | `item.updated`, anything else | nothing |
 //!
 //! Usage is what `turn.completed` reports: `input_tokens` (includes cached input, as in the
-//! OpenAI API) and `output_tokens`; Codex reports no cost. On `codex exec resume` the
+//! OpenAI API) and `output_tokens`; Codex reports no cost, so weft prices the tokens by
+//! the task's model. The stream says nothing of usage before `turn.completed`: the live
+//! figures are the `token_count` records of Codex's rollout file. On `codex exec resume` the
 //! figures are the thread's cumulative totals. A stream without `turn.completed` or
 //! `turn.failed` (hang, kill) produces no `Final`.
 
@@ -29,6 +31,8 @@ use super::{
     DETAIL_MAX, ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, compact_json, content_text,
     json_object, mentions, one_line, str_field, tool_summary,
 };
+use weft_core::spend::Tokens;
+
 use crate::event::{AgentEvent, ToolOutcome};
 
 /// Output of a command the read-only sandbox stopped (bubblewrap mounts the tree
@@ -91,6 +95,20 @@ impl StreamParser for CodexParser {
                 let (input_tokens, output_tokens) =
                     (tokens("input_tokens"), tokens("output_tokens"));
                 if input_tokens.is_some() || output_tokens.is_some() {
+                    // OpenAI's input includes its cached part; weft counts them apart.
+                    let cached = tokens("cached_input_tokens").unwrap_or(0);
+                    events.push(AgentEvent::Spend {
+                        total: true,
+                        message: None,
+                        model: None,
+                        tokens: Tokens {
+                            input: input_tokens.unwrap_or(0).saturating_sub(cached),
+                            output: output_tokens.unwrap_or(0),
+                            cache_read: cached,
+                            cache_write: tokens("cache_write_input_tokens").unwrap_or(0),
+                        },
+                        cost_usd: None,
+                    });
                     events.push(AgentEvent::Usage {
                         input_tokens,
                         output_tokens,

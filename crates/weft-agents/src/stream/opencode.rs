@@ -8,7 +8,7 @@
 //! | `reasoning` | `Reasoning` |
 //! | `tool_use` (a tool part, `completed` or `error`) | `ToolUse` (by `callID`), then `ToolResult`: `output`, or the error (Denied for a permission refusal, else a Failure) |
 //! | `tool_use` whose error is a permission refusal ("The user rejected permission to use this specific tool call", with or without feedback, or "The user has specified a rule which prevents you from using this specific tool call") | `ToolUse` then `PermissionDenied` |
-//! | `step_finish` | `Truncated` for reason `length`; `Usage`, the attempt's running totals (sums of every step's `tokens.input`, `tokens.output`, `cost`, `tokens.cache.read` + `write` as `cache_tokens`, `tokens.reasoning`) |
+//! | `step_finish` | `Truncated` for reason `length`; `Spend{total: false}` (the step's tokens, reasoning counted as output, and its `cost` unless that is 0 for a step with tokens: a model OpenCode has no price for); `Usage`, the attempt's running totals (sums of every step's `tokens.input`, `tokens.output`, `cost`, `tokens.cache.read` + `write` as `cache_tokens`, `tokens.reasoning`) |
 //! | `error` | `Error` ("`name`: `data.message` (HTTP n, ref r)") |
 //! | `step_start`, anything else | nothing |
 //!
@@ -36,6 +36,8 @@ use super::{
     DETAIL_MAX, ID_MAX, MESSAGE_MAX, NAME_MAX, StreamParser, bounded, json_object, one_line,
     str_field, strip_ansi, tool_summary,
 };
+use weft_core::spend::Tokens;
+
 use crate::event::{AgentEvent, ToolOutcome};
 
 /// Phrases of OpenCode's permission errors (`RejectedError`, `CorrectedError`,
@@ -166,6 +168,34 @@ impl OpencodeParser {
         }
         if let Some(tokens) = part.get("tokens").and_then(Value::as_object) {
             let get = |key: &str| tokens.get(key).and_then(Value::as_u64);
+            let cache = |key: &str| {
+                tokens
+                    .get("cache")
+                    .and_then(|c| c.get(key))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+            };
+            // OpenCode prices a step by its models.dev table; 0 with tokens means it
+            // had no price (a custom provider), so weft's table is asked instead.
+            let step = Tokens {
+                input: get("input").unwrap_or(0),
+                output: get("output")
+                    .unwrap_or(0)
+                    .saturating_add(get("reasoning").unwrap_or(0)),
+                cache_read: cache("read"),
+                cache_write: cache("write"),
+            };
+            let cost = part
+                .get("cost")
+                .and_then(Value::as_f64)
+                .filter(|c| *c > 0.0 || step.total() == 0);
+            events.push(AgentEvent::Spend {
+                total: false,
+                message: None,
+                model: None,
+                tokens: step,
+                cost_usd: cost,
+            });
             add(&mut self.input_tokens, get("input"));
             add(&mut self.output_tokens, get("output"));
             add(&mut self.reasoning_tokens, get("reasoning"));

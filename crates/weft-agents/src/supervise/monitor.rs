@@ -664,7 +664,8 @@ impl Monitor {
             | AgentEvent::ToolResult { .. }
             | AgentEvent::Reasoning { .. }
             | AgentEvent::PlanText { .. }
-            | AgentEvent::Truncated => {}
+            | AgentEvent::Truncated
+            | AgentEvent::Spend { .. } => {}
             AgentEvent::PermissionDenied { tool, detail, .. } => {
                 if self.out.permission_denials.len() < MAX_PERMISSION_DENIALS {
                     self.out
@@ -850,7 +851,9 @@ fn mask_event(secrets: &Secrets, event: AgentEvent) -> AgentEvent {
         AgentEvent::Error { message } => AgentEvent::Error {
             message: m(message),
         },
-        event @ (AgentEvent::Usage { .. } | AgentEvent::Truncated) => event,
+        event @ (AgentEvent::Usage { .. } | AgentEvent::Truncated | AgentEvent::Spend { .. }) => {
+            event
+        }
     }
 }
 

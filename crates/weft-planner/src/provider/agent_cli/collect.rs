@@ -121,6 +121,8 @@ impl Collector {
                 });
             }
             AgentEvent::Truncated => self.truncated = true,
+            // A planner turn's spend is not counted against a plan's budget.
+            AgentEvent::Spend { .. } => {}
             AgentEvent::Final {
                 text,
                 is_error,
