@@ -442,8 +442,11 @@ impl Meter {
     }
 
     /// The CLI's own total at its end (Claude's `result`, Codex's `turn.completed`): it
-    /// replaces the estimate. Without a cost (Codex) its tokens are priced by the model.
+    /// replaces the estimate. Without a cost (Codex) its tokens are priced by the model;
+    /// so are they when the CLI says 0 for tokens it counted (Claude Code prices a model
+    /// it does not know at 0, which is not "free").
     pub fn final_total(&mut self, tokens: Tokens, cost_usd: Option<f64>) {
+        let cost_usd = cost_usd.filter(|c| *c > 0.0 || tokens.total() == 0);
         let model = self
             .current
             .as_ref()

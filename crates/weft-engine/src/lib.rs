@@ -64,6 +64,18 @@ pub struct EngineConfig {
     pub contain: contain::ContainConfig,
     /// Who is told of the run's transitions (`notify` module).
     pub notify: notify::NotifyConfig,
+    /// What spending is priced at and allowed (the plan's budget; tasks carry their own).
+    pub spending: Spending,
+}
+
+/// Prices and the plan's budget: the `prices`, `budget_usd` and `budget_tokens` settings.
+#[derive(Debug, Clone, Default)]
+pub struct Spending {
+    /// Per-model prices: weft's defaults with the `prices` setting on top.
+    pub prices: weft_core::spend::PriceTable,
+    /// The plan's budget: once its spend (every attempt, every run, retries included)
+    /// reaches it, no new task starts; running ones finish.
+    pub plan: weft_core::spend::Budget,
 }
 
 /// Where tasks work: worktrees and branches, or the workspace itself.

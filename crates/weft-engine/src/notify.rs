@@ -2,7 +2,8 @@
 //!
 //! A transition is one stored event ([`transition`] decides which): an approval question
 //! waits (`approval_asked`), a task failed or conflicted (`task_finished` with that
-//! status), a run ended (`run_ended`). Because every event is stored once with its own
+//! status), a run ended (`run_ended`), the plan's budget was reached (`budget_reached`,
+//! which the run loop stores once per transition). Because every event is stored once with its own
 //! sequence number and the [`Follower`] reads the log strictly after the last number it
 //! saw, each transition is told exactly once — however often the engine polls, and
 //! whichever process stored it (a `weft approvals`, a `weft cancel` elsewhere).
@@ -79,6 +80,9 @@ pub enum Transition {
     TaskFailed,
     TaskConflicted,
     RunFinished,
+    /// The plan's spend reached its budget: nothing new starts (stored once per
+    /// transition by the run loop, so told once).
+    BudgetReached,
 }
 
 /// Whether `event` is a moment a person is told about.
@@ -97,6 +101,7 @@ pub fn transition(event: &Event) -> Option<Transition> {
         EventKind::RunEnded {
             totals: Some(_), ..
         } => Some(Transition::RunFinished),
+        EventKind::BudgetReached { .. } => Some(Transition::BudgetReached),
         _ => None,
     }
 }
@@ -139,6 +144,11 @@ pub fn summary(event: &Event) -> String {
                 None => format!("weft: run {run} ended {}", status.as_str()),
             }
         }
+        EventKind::BudgetReached { limit, spent, .. } => format!(
+            "weft: budget reached ({}): spent {}; no new task starts",
+            cut(limit),
+            cut(spent)
+        ),
         other => format!("weft: {}", other.name()),
     }
 }

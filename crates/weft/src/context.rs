@@ -190,6 +190,10 @@ impl Ctx {
             },
             contain: self.contain_config(),
             notify: self.notify_config(),
+            spending: weft_engine::Spending {
+                prices: settings.spend.prices.clone(),
+                plan: settings.spend.budget,
+            },
         })
     }
 

@@ -22,6 +22,10 @@ pub struct TaskUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cost_usd: Option<f64>,
+    /// An attempt counted tokens of a model without a price: `cost_usd` is then only the
+    /// priced part, and the cost is shown as unknown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cost_unknown: bool,
     /// Tool calls the agent was refused in its latest attempt.
     pub denials: Vec<weft_core::Denial>,
     /// How its latest attempt landed (isolated runs).
@@ -43,6 +47,8 @@ pub fn usage_by_task(attempts: &[weft_core::Attempt]) -> HashMap<String, TaskUsa
         add(&mut entry.output_tokens, attempt.output_tokens);
         if let Some(cost) = attempt.cost_usd {
             entry.cost_usd = Some(entry.cost_usd.unwrap_or(0.0) + cost);
+        } else if attempt.input_tokens.unwrap_or(0) + attempt.output_tokens.unwrap_or(0) > 0 {
+            entry.cost_unknown = true;
         }
         entry.denials = attempt.denials.clone();
         entry.landing = attempt.landing.clone();
@@ -315,6 +321,7 @@ pub fn plan_map_styled(
     }
     let mut notes = Vec::new();
     let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
+    let mut cost_unknown = false;
     for task in &plan.tasks {
         let failed = matches!(
             task.status,
@@ -339,14 +346,17 @@ pub fn plan_map_styled(
             tokens_in += used.input_tokens.unwrap_or(0);
             tokens_out += used.output_tokens.unwrap_or(0);
             cost += used.cost_usd.unwrap_or(0.0);
+            cost_unknown |= used.cost_unknown;
             notes.push(format!(
                 "  #{} tokens {} in / {} out{}",
                 task.order,
                 used.input_tokens.unwrap_or(0),
                 used.output_tokens.unwrap_or(0),
-                used.cost_usd
-                    .map(|c| format!(", ${c:.4}"))
-                    .unwrap_or_default()
+                match (used.cost_usd, used.cost_unknown) {
+                    (_, true) => ", cost unknown (a model without a price)".to_owned(),
+                    (Some(c), false) => format!(", ${c:.4}"),
+                    (None, false) => String::new(),
+                }
             ));
         }
         if !used.denials.is_empty() {
@@ -366,9 +376,14 @@ pub fn plan_map_styled(
         }
     }
     if reported {
+        let cost = if cost_unknown {
+            format!("at least ${cost:.4} (a model's price is unknown)")
+        } else {
+            format!("${cost:.4}")
+        };
         writeln!(
             out,
-            "total: tokens {tokens_in} in / {tokens_out} out, ${cost:.4}"
+            "total: tokens {tokens_in} in / {tokens_out} out, {cost}"
         )?;
     }
     Ok(())
@@ -378,6 +393,66 @@ pub fn plan_map_styled(
 #[derive(Serialize)]
 pub struct StatusJson<'a> {
     plan: PlanJson<'a>,
+    /// The plan's spend over every attempt (running ones so far), against its budget.
+    spend: SpendJson,
+}
+
+/// The plan's spend against its budget (`budget_usd`, `budget_tokens`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpendJson {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `null` when a model's price is unknown (never 0 for that).
+    pub cost_usd: Option<f64>,
+    /// The priced part, a lower bound when `cost_usd` is null.
+    pub cost_usd_known: f64,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    /// The limit the spend reached (`budget_usd = $0.30`): no new task starts.
+    pub reached: Option<String>,
+    /// For people: `$0.40 of $0.30, 12000 tokens`.
+    pub text: String,
+}
+
+/// The plan's spend from its tasks' usage, against `budget`.
+pub fn spend_json(
+    usage: &HashMap<String, TaskUsage>,
+    budget: &weft_core::spend::Budget,
+) -> SpendJson {
+    let mut spend = weft_core::spend::Spend::default();
+    for used in usage.values() {
+        let mut part = weft_core::spend::Spend::stored(
+            used.input_tokens,
+            used.output_tokens,
+            used.cost_usd.or(used.cost_unknown.then_some(0.0)),
+        );
+        if used.cost_unknown {
+            part.unpriced = Some("a model without a price".into());
+        }
+        spend.add(&part);
+    }
+    SpendJson {
+        input_tokens: spend.tokens.input,
+        output_tokens: spend.tokens.output,
+        cost_usd: spend.cost_usd(),
+        cost_usd_known: spend.usd,
+        budget_usd: budget.usd,
+        budget_tokens: budget.tokens,
+        reached: budget.reached(&spend).map(|l| l.to_string()),
+        text: budget.against(&spend),
+    }
+}
+
+impl StatusJson<'_> {
+    /// With the plan's budget (the settings'; none by default).
+    pub fn budget(
+        mut self,
+        usage: &HashMap<String, TaskUsage>,
+        budget: &weft_core::spend::Budget,
+    ) -> Self {
+        self.spend = spend_json(usage, budget);
+        self
+    }
 }
 
 #[derive(Serialize)]
@@ -456,6 +531,7 @@ pub fn plan_json<'a>(
             updated_at: plan.updated_at,
             tasks,
         },
+        spend: spend_json(usage, &weft_core::spend::Budget::default()),
     }
 }
 

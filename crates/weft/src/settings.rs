@@ -237,6 +237,27 @@ pub const DESKTOP_NOTIFY: Key<bool> = Key {
     about: "show those moments as desktop notifications through notify-send, where it exists",
     parse: boolean,
 };
+pub const BUDGET_USD: Key<Option<f64>> = Key {
+    name: "budget_usd",
+    env: "WEFT_BUDGET_USD",
+    default: "",
+    about: "the plan's budget in US dollars: once its spend (every attempt and retry) reaches it, no new task starts (empty: none; raise it and `weft run` continues)",
+    parse: budget_usd,
+};
+pub const BUDGET_TOKENS: Key<Option<u64>> = Key {
+    name: "budget_tokens",
+    env: "WEFT_BUDGET_TOKENS",
+    default: "",
+    about: "the plan's budget in tokens (input, output and cache): once reached, no new task starts (empty: none)",
+    parse: budget_tokens,
+};
+pub const PRICES: Key<Vec<(String, weft_core::spend::Price)>> = Key {
+    name: "prices",
+    env: "WEFT_PRICES",
+    default: "",
+    about: "model prices over weft's defaults, in dollars per million tokens: MODEL=INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE]], comma-separated",
+    parse: prices,
+};
 
 /// Every key, in the order `weft config` hints list them.
 pub static KEYS: &[&dyn Described] = &[
@@ -266,7 +287,38 @@ pub static KEYS: &[&dyn Described] = &[
     &NOTIFY,
     &BELL,
     &DESKTOP_NOTIFY,
+    &BUDGET_USD,
+    &BUDGET_TOKENS,
+    &PRICES,
 ];
+
+fn budget_usd(value: &str) -> Result<Option<f64>, String> {
+    match value.trim().trim_start_matches('$') {
+        "" => Ok(None),
+        text => match text.parse::<f64>() {
+            Ok(amount) if amount.is_finite() && amount >= 0.0 => Ok(Some(amount)),
+            _ => Err("is not an amount of dollars (e.g. 5 or 2.50)".into()),
+        },
+    }
+}
+
+fn budget_tokens(value: &str) -> Result<Option<u64>, String> {
+    match value.trim().replace('_', "").as_str() {
+        "" => Ok(None),
+        text => text
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| "is not a whole number of tokens".into()),
+    }
+}
+
+fn prices(value: &str) -> Result<Vec<(String, weft_core::spend::Price)>, String> {
+    weft_core::spend::parse_prices(value).map_err(|e| {
+        format!(
+            "is not a price list: {e} (write MODEL=INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE]] per million tokens)"
+        )
+    })
+}
 
 fn non_empty(value: &str) -> Result<String, String> {
     if value.trim().is_empty() {
@@ -519,6 +571,13 @@ pub struct NotifySettings {
     pub desktop: bool,
 }
 
+/// What spending is priced at and allowed.
+#[derive(Debug, Clone)]
+pub struct SpendSettings {
+    pub prices: weft_core::spend::PriceTable,
+    pub budget: weft_core::spend::Budget,
+}
+
 /// Every setting, resolved once.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -529,6 +588,7 @@ pub struct Settings {
     pub planner: PlannerSettings,
     pub approvals: ApprovalSettings,
     pub notify: NotifySettings,
+    pub spend: SpendSettings,
     /// Each setting's text and source, for `weft config`.
     shown: BTreeMap<&'static str, (String, Source)>,
 }
@@ -669,6 +729,13 @@ impl Settings {
             bell: r.get(&BELL)?,
             desktop: r.get(&DESKTOP_NOTIFY)?,
         };
+        let spend = SpendSettings {
+            budget: weft_core::spend::Budget {
+                usd: r.get(&BUDGET_USD)?,
+                tokens: r.get(&BUDGET_TOKENS)?,
+            },
+            prices: weft_core::spend::PriceTable::default().with_overrides(r.get(&PRICES)?),
+        };
         debug_assert_eq!(r.shown.len(), KEYS.len(), "every key is resolved");
         Ok(Settings {
             run,
@@ -678,6 +745,7 @@ impl Settings {
             planner,
             approvals,
             notify,
+            spend,
             shown: r.shown,
         })
     }

@@ -154,6 +154,12 @@ impl RunLoop<'_> {
             assistant_tail: String::new(),
             cut: folder.cut,
             repair_files: folder.repair_files,
+            meter: weft_core::spend::Meter::new(
+                self.config.spending.prices.clone(),
+                task.model.clone(),
+            ),
+            spend_stored: None,
+            over_budget: None,
             task,
         })
     }

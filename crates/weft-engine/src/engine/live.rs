@@ -1,15 +1,34 @@
 //! A running attempt as the loop tracks it, and what its progress messages do.
+//!
+//! Spend: every attempt has a [`Meter`] fed from its stream's `Spend` events (per message,
+//! then the CLI's own total). When its spend goes over the task's budget the attempt is
+//! stopped through its supervisor, as a timeout stops it, and its verdict names the budget
+//! and the spend ([`over_budget`]). While it runs, its spend so far is written to its
+//! attempt row with a `spend_updated` event at most once per [`SPEND_EVENT_EVERY`], and
+//! only when it changed, so a chatty stream costs no store write per message. The plan's budget is checked where the
+//! loop decides what starts ([`RunLoop::plan_budget_reached`]): reached, nothing new
+//! starts, running attempts finish, and one `budget_reached` event says why.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use weft_agents::AgentEvent;
 use weft_agents::supervise::{Canceller, OutputStream, SupervisorEvent};
+use weft_core::event::{Event, EventKind};
 use weft_core::prompt::tail_chars;
-use weft_core::{Attempt, Denial, Task};
+use weft_core::spend::{Budget, Meter, Spend};
+use weft_core::{Attempt, Check, Denial, Task, Verdict, VerdictOutcome};
 
+use super::now;
 use super::runloop::RunLoop;
 use crate::RunProgress;
+use crate::error::EngineError;
 use crate::isolation::Cut;
+
+/// Most one `spend_updated` event per attempt this often.
+pub(super) const SPEND_EVENT_EVERY: Duration = Duration::from_secs(5);
+
+/// The name of the check a budget stop adds to a verdict.
+pub(crate) const CHECK_BUDGET: &str = "budget";
 
 /// How much assistant text an attempt keeps for the tasks after it.
 const ASSISTANT_TAIL_BYTES: usize = 8 * 1024;
@@ -36,6 +55,30 @@ pub(crate) struct Live {
     /// For a repair attempt: the files that held conflict markers.
     pub repair_files: Option<Vec<String>>,
     pub task: Task,
+    /// Its live spend.
+    pub meter: Meter,
+    /// When the last `spend_updated` was stored, and what it said.
+    pub spend_stored: Option<(Instant, Spend)>,
+    /// Set when its spend went over the task's budget and it was stopped: why.
+    pub over_budget: Option<String>,
+}
+
+/// The task's own budget (`budget_usd`, `budget_tokens`).
+pub(crate) fn task_budget(_task: &Task) -> Budget {
+    Budget::default()
+}
+
+/// `verdict` failed because the attempt was stopped over its budget.
+pub(super) fn over_budget(mut verdict: Verdict, why: &str) -> Verdict {
+    verdict.outcome = VerdictOutcome::Fail;
+    verdict.reason = format!("Failed: stopped over its budget: {why}.");
+    verdict.checks.push(Check {
+        name: CHECK_BUDGET.to_owned(),
+        passed: false,
+        skipped: false,
+        detail: why.to_owned(),
+    });
+    verdict
 }
 
 fn push_bounded(tail: &mut String, text: &str, max: usize) {
@@ -51,11 +94,32 @@ fn push_bounded(tail: &mut String, text: &str, max: usize) {
 }
 
 impl RunLoop<'_> {
-    /// A live attempt's progress: kept (session, assistant text, refusals) and shown (not
-    /// stored: the output is in the attempt's log).
-    pub(super) fn progress(&mut self, attempt: &str, event: SupervisorEvent) {
+    /// A live attempt's progress: kept (session, assistant text, refusals, spend) and shown
+    /// (not stored: the output is in the attempt's log; spend is stored throttled).
+    pub(super) fn progress(
+        &mut self,
+        attempt: &str,
+        event: SupervisorEvent,
+    ) -> Result<(), EngineError> {
+        if let SupervisorEvent::Agent(AgentEvent::Spend {
+            total,
+            message,
+            model,
+            tokens,
+            cost_usd,
+        }) = &event
+        {
+            return self.spent(
+                attempt,
+                *total,
+                message.as_deref(),
+                model.as_deref(),
+                *tokens,
+                *cost_usd,
+            );
+        }
         let Some(running) = self.live.get_mut(attempt) else {
-            return;
+            return Ok(());
         };
         let task = running.attempt.task_id.clone();
         let activity = |text: &str| RunProgress::Activity {
@@ -105,5 +169,105 @@ impl RunLoop<'_> {
         if let Some(progress) = shown {
             self.show(progress);
         }
+        Ok(())
     }
+
+    /// A `Spend` event of a live attempt: counted, checked against the task's budget (over
+    /// it, the attempt is stopped), and stored as `spend_updated` at most every
+    /// [`SPEND_EVENT_EVERY`].
+    fn spent(
+        &mut self,
+        attempt: &str,
+        total: bool,
+        message: Option<&str>,
+        model: Option<&str>,
+        tokens: weft_core::spend::Tokens,
+        cost_usd: Option<f64>,
+    ) -> Result<(), EngineError> {
+        let Some(running) = self.live.get_mut(attempt) else {
+            return Ok(());
+        };
+        if total {
+            running.meter.final_total(tokens, cost_usd);
+        } else {
+            running.meter.message(message, model, tokens, cost_usd);
+        }
+        let spend = running.meter.spend();
+        let budget = task_budget(&running.task);
+        if running.over_budget.is_none()
+            && let Some(limit) = budget.exceeded(&spend)
+        {
+            running.over_budget = Some(format!(
+                "the task's {limit} was exceeded: it spent {}",
+                budget.against(&spend)
+            ));
+            running.canceller.cancel();
+        }
+        let due = match &running.spend_stored {
+            None => true,
+            Some((at, stored)) => *stored != spend && at.elapsed() >= SPEND_EVENT_EVERY,
+        };
+        if !due {
+            return Ok(());
+        }
+        running.spend_stored = Some((Instant::now(), spend.clone()));
+        // The attempt's row carries its spend so far, so every surface that sums attempts
+        // (`weft status`, the dashboard, the TUI) shows it live, and an engine that dies
+        // leaves its last figures behind.
+        running.attempt.input_tokens = Some(spend.tokens.all_input());
+        running.attempt.output_tokens = Some(spend.tokens.output);
+        running.attempt.cost_usd = spend.cost_usd();
+        let event = EventKind::SpendUpdated {
+            input_tokens: spend.tokens.all_input(),
+            output_tokens: spend.tokens.output,
+            cost_usd: spend.cost_usd(),
+            unpriced: spend.unpriced.clone(),
+            reported: running.meter.is_final(),
+        };
+        self.store.save_attempt(&running.attempt, event, now())?;
+        Ok(())
+    }
+
+    /// Whether the plan's spend (its stored attempts, every run and retry, and the live
+    /// ones) has reached the plan's budget. The first time it has in this run, a
+    /// `budget_reached` event says so; nothing new starts from then on.
+    pub(super) fn plan_budget_reached(&mut self) -> Result<bool, EngineError> {
+        let budget = self.config.spending.plan;
+        if !budget.is_set() {
+            return Ok(false);
+        }
+        let mut spend = self.spent_before.clone();
+        for running in self.live.values() {
+            spend.add(&running.meter.spend());
+        }
+        let Some(limit) = budget.reached(&spend) else {
+            self.budget_announced = false;
+            return Ok(false);
+        };
+        if !std::mem::replace(&mut self.budget_announced, true) {
+            let event = Event::new(EventKind::BudgetReached {
+                limit: limit.to_string(),
+                spent: budget.against(&spend),
+                cost_usd: spend.cost_usd(),
+                tokens: spend.tokens.total(),
+            })
+            .run(&self.run_id);
+            self.store
+                .record_event(Some(&self.config.plan_id), event, now())?;
+        }
+        Ok(true)
+    }
+}
+
+/// The spend of the plan's stored attempts that have ended (every run, retries included).
+pub(super) fn stored_spend(attempts: &[Attempt]) -> Spend {
+    let mut spend = Spend::default();
+    for attempt in attempts.iter().filter(|a| a.ended_at.is_some()) {
+        spend.add(&Spend::stored(
+            attempt.input_tokens,
+            attempt.output_tokens,
+            attempt.cost_usd,
+        ));
+    }
+    spend
 }

@@ -67,6 +67,10 @@ pub(crate) struct RunLoop<'a> {
     /// Conflicted tasks opted into one repair attempt: task id -> the branch to merge in.
     pub(super) repairs: BTreeMap<String, String>,
     announced_waiting: BTreeSet<String>,
+    /// What the plan's ended attempts spent (every run, retries included).
+    pub(super) spent_before: weft_core::spend::Spend,
+    /// The plan's budget was reached and `budget_reached` stored, in this run.
+    pub(super) budget_announced: bool,
 }
 
 impl<'a> RunLoop<'a> {
@@ -163,8 +167,11 @@ impl<'a> RunLoop<'a> {
             forced: Vec::new(),
             repairs: BTreeMap::new(),
             announced_waiting: BTreeSet::new(),
+            spent_before: weft_core::spend::Spend::default(),
+            budget_announced: false,
         };
         run.resume()?;
+        run.spent_before = super::live::stored_spend(&run.store.attempts_of_plan(&config.plan_id)?);
         Ok(run)
     }
 
@@ -336,7 +343,7 @@ impl<'a> RunLoop<'a> {
 
     /// What starts in this pass: forced tasks first, then ready ones in plan order, up to
     /// the free slots; in an isolated run at most one ops task at a time.
-    fn choose_starts(&mut self) -> Vec<usize> {
+    fn choose_starts(&mut self, budget_reached: bool) -> Vec<usize> {
         let mut starts: Vec<usize> = Vec::new();
         for task_id in std::mem::take(&mut self.forced) {
             if let Some(index) = self.view.index(&task_id)
@@ -350,9 +357,10 @@ impl<'a> RunLoop<'a> {
             }
         }
         let running = self.live.len() + starts.len();
+        let halted = self.halted || budget_reached;
         for index in self
             .view
-            .next_to_start(running, self.config.limits.parallel, self.halted)
+            .next_to_start(running, self.config.limits.parallel, halted)
         {
             if !starts.contains(&index) {
                 starts.push(index);
@@ -378,7 +386,10 @@ impl<'a> RunLoop<'a> {
         if self.stopping {
             return Ok(());
         }
-        for index in self.choose_starts() {
+        // Like `halt_on_failure`: a reached plan budget starts nothing new (a forced
+        // start still starts), running attempts finish.
+        let budget_reached = self.plan_budget_reached()?;
+        for index in self.choose_starts(budget_reached) {
             self.start_task(index)?;
         }
         Ok(())
@@ -400,10 +411,11 @@ impl<'a> RunLoop<'a> {
             }
         }
         self.publish()?;
+        let halted = self.halted || self.plan_budget_reached()?;
         Ok(self.stopping
             || self
                 .view
-                .next_to_start(0, self.config.limits.parallel, self.halted)
+                .next_to_start(0, self.config.limits.parallel, halted)
                 .is_empty()
                 && self.forced.is_empty())
     }
@@ -431,7 +443,7 @@ impl<'a> RunLoop<'a> {
         messages.sort_by_key(|m| (matches!(m, Msg::Finished { .. }), order_of(m)));
         for message in messages {
             match message {
-                Msg::Supervisor { attempt, event } => self.progress(&attempt, event),
+                Msg::Supervisor { attempt, event } => self.progress(&attempt, event)?,
                 Msg::Finished { attempt, result } => {
                     // Its open permission questions are nobody's any more.
                     self.approvals.attempt_ended(&attempt);

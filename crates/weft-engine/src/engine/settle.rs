@@ -28,7 +28,8 @@ impl Ended {
     /// How it came to be cancelled, if it was: a stop interrupts (retryable on the next
     /// run); a user's cancel cancels.
     fn cancelled(&self, stopping: bool) -> Option<Cancelled> {
-        if !self.result.outcome.cancelled {
+        // Stopped over its budget: a failure, not a cancel.
+        if !self.result.outcome.cancelled || self.live.over_budget.is_some() {
             None
         } else if stopping && !self.live.cancelled_by_user {
             Some(Cancelled::ByStop)
@@ -94,6 +95,9 @@ impl RunLoop<'_> {
             return Ok(false);
         };
         let mut ended = Ended { live, result };
+        if let Some(why) = &ended.live.over_budget {
+            ended.result.verdict = super::live::over_budget(ended.result.verdict.clone(), why);
+        }
         let passed = ended.result.verdict.outcome == VerdictOutcome::Pass;
         if !passed && let Some(cut) = &ended.live.cut {
             // Its work is kept for inspection: its own commits are brought into the
@@ -205,15 +209,37 @@ impl RunLoop<'_> {
         let (attempt_status, task_status) = settle(verdict.outcome, landing.as_ref(), cancelled);
         let outcome = &ended.result.outcome;
         let denials = ended.denials();
+        // The meter's figures when the stream reported any (input counts the cache), else
+        // what the outcome says.
+        let spend = ended.live.meter.spend();
+        let (input_tokens, output_tokens, cost_usd) =
+            if spend.tokens.total() > 0 || spend.usd > 0.0 || ended.live.meter.is_final() {
+                (
+                    Some(spend.tokens.all_input()),
+                    Some(spend.tokens.output),
+                    spend.cost_usd(),
+                )
+            } else {
+                (
+                    outcome.input_tokens,
+                    outcome.output_tokens,
+                    outcome.cost_usd,
+                )
+            };
+        self.spent_before.add(&weft_core::spend::Spend::stored(
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        ));
         let attempt = Attempt {
             status: attempt_status,
             exit_code: outcome.exit_code,
             signal: outcome.signal,
             ended_at: Some(now()),
             verdict: Some(verdict.clone()),
-            input_tokens: outcome.input_tokens,
-            output_tokens: outcome.output_tokens,
-            cost_usd: outcome.cost_usd,
+            input_tokens,
+            output_tokens,
+            cost_usd,
             denials: denials.clone(),
             final_text: outcome.final_text.clone().or(ended.transcript_answer()),
             agent_session_id: outcome

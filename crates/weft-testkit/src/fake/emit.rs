@@ -239,6 +239,43 @@ impl<W: Write> Emitter<W> {
         }
     }
 
+    /// One model message's usage, reported now in the persona's form (`spend`).
+    pub fn spend(&mut self, input: u64, output: u64, cost: f64) -> io::Result<()> {
+        if self.persona != Persona::OpenCode {
+            // Claude's `result` and Codex's `turn.completed` are totals; OpenCode's last
+            // step is only that step.
+            self.usage.input += input;
+            self.usage.output += output;
+            self.usage.cost += cost;
+        }
+        if self.text_mode() {
+            return Ok(());
+        }
+        match self.persona {
+            Persona::Claude => {
+                self.message_id = None;
+                let block = json!({"type": "thinking", "thinking": "Counting.", "signature": ""});
+                let mut line = self.claude_assistant(block);
+                line["message"]["usage"] = json!({
+                    "input_tokens": input,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                    "output_tokens": output,
+                });
+                self.message_id = None;
+                self.claude_line(&line)
+            }
+            Persona::OpenCode => {
+                if self.step.as_ref().is_some_and(|step| step.has_tool) {
+                    self.opencode_finish_step("tool-calls", false)?;
+                }
+                self.opencode_ensure_step()?;
+                self.opencode_step_figures("tool-calls", (input, output, cost))
+            }
+            Persona::Codex | Persona::Plain => Ok(()),
+        }
+    }
+
     /// Assistant-authored text.
     pub fn text(&mut self, text: &str) -> io::Result<()> {
         self.last_text = Some(text.to_owned());
@@ -793,13 +830,18 @@ impl<W: Write> Emitter<W> {
     }
 
     fn opencode_finish_step(&mut self, reason: &str, last: bool) -> io::Result<()> {
-        let Some(step) = self.step.take() else {
-            return Ok(());
-        };
-        let (input, output, cost) = if last {
+        let figures = if last {
             (self.usage.input, self.usage.output, self.usage.cost)
         } else {
             (0, 0, 0.0)
+        };
+        self.opencode_step_figures(reason, figures)
+    }
+
+    fn opencode_step_figures(&mut self, reason: &str, figures: (u64, u64, f64)) -> io::Result<()> {
+        let (input, output, cost) = figures;
+        let Some(step) = self.step.take() else {
+            return Ok(());
         };
         let part = json!({
             "id": self.next_id("prt"),

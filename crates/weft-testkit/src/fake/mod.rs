@@ -48,6 +48,7 @@
 //! | `ask TOOL JSON` | a tool call needing approval, JSON (an object, not escape-decoded; bad JSON is a script error) its input. Claude with `--permission-prompt-tool stdio` and stream-json input asks on stdout and waits for the answer on stdin: allowed → `tool_result` `allowed`, then text `ASK-ALLOWED TOOL`; denied → an `is_error` `tool_result` holding the message, the call in `permission_denials`, then text `ASK-DENIED TOOL: MESSAGE`. Claude otherwise (headless) → refused like `deny` (with the JSON as the tool input), then text `ASK-DENIED TOOL: headless`. Other personas → `deny TOOL <input's command/path/pattern/url, else the JSON>` |
 //! | `error MESSAGE` | a stream error; the run ends failed (exit 1) |
 //! | `usage IN OUT COST` | figures for the final record |
+//! | `spend IN OUT [COST]` | one model message's usage, reported now as the real CLI reports it mid-run (Claude: an `assistant` line of a new message with that `message.usage`; OpenCode: a step whose `step_finish` has those tokens and `cost`; Codex and plain: nothing until the end); Claude's and Codex's final totals include it |
 //! | `sleep SECONDS`, `hang`, `exit CODE`, `crash`, `kill-self` | timing and endings |
 //! | `require PATH` | stop here (exit 0, no marker) unless PATH exists: a task that fails until a file appears |
 //! | `hang-unless PATH` | wait until PATH exists: a task that hangs until a file appears |
@@ -415,6 +416,11 @@ impl<W: Write> Agent<W> {
                 };
                 self.emitter.set_usage(self.usage);
             }
+            Directive::Spend {
+                input,
+                output,
+                cost,
+            } => self.emitter.spend(*input, *output, *cost)?,
             Directive::Sleep(duration) => std::thread::sleep(*duration),
             Directive::Hang => loop {
                 std::thread::sleep(Duration::from_secs(3600));

@@ -35,6 +35,8 @@ pub enum Directive {
     Error(String),
     /// `usage IN OUT COST`.
     Usage { input: u64, output: u64, cost: f64 },
+    /// `spend IN OUT [COST]`: one model message's usage, reported now.
+    Spend { input: u64, output: u64, cost: f64 },
     /// `sleep SECONDS`.
     Sleep(Duration),
     /// `hang`.
@@ -179,6 +181,28 @@ pub fn parse_line(line: &str) -> Result<Option<Directive>, String> {
                 .filter(|cost| cost.is_finite() && *cost >= 0.0)
                 .ok_or_else(|| format!("`usage`: `{cost}` is not a cost"))?;
             Directive::Usage {
+                input: number(input)?,
+                output: number(output)?,
+                cost,
+            }
+        }
+        "spend" => {
+            let parts: Vec<&str> = rest.split_whitespace().collect();
+            let (input, output, cost) = match parts.as_slice() {
+                [input, output] => (*input, *output, "0"),
+                [input, output, cost] => (*input, *output, *cost),
+                _ => return Err(format!("`spend` needs IN OUT [COST], got `{rest}`")),
+            };
+            let number = |text: &str| {
+                text.parse::<u64>()
+                    .map_err(|_| format!("`spend`: `{text}` is not a token count"))
+            };
+            let cost = cost
+                .parse::<f64>()
+                .ok()
+                .filter(|cost| cost.is_finite() && *cost >= 0.0)
+                .ok_or_else(|| format!("`spend`: `{cost}` is not a cost"))?;
+            Directive::Spend {
                 input: number(input)?,
                 output: number(output)?,
                 cost,

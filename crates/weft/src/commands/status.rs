@@ -51,7 +51,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let usage = usage_by_task(&attempts);
     if args.json {
         let status = StatusWithKept {
-            status: plan_json(&plan, default_runner, &usage),
+            status: plan_json(&plan, default_runner, &usage)
+                .budget(&usage, &ctx.settings.spend.budget),
             kept_worktrees: &kept,
         };
         let json = if orphaned.is_empty() {
@@ -84,6 +85,16 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     } else {
         print_plan_map(&plan, default_runner, &usage)?;
         let mut text = String::new();
+        let spend = crate::render::spend_json(&usage, &ctx.settings.spend.budget);
+        if spend.budget_usd.is_some() || spend.budget_tokens.is_some() {
+            text.push_str(&format!("\nspent {} (plan budget)", spend.text));
+            if let Some(limit) = &spend.reached {
+                text.push_str(&format!(
+                    ": reached ({limit}), no new task starts; raise it and `weft run` continues"
+                ));
+            }
+            text.push('\n');
+        }
         if !orphaned.is_empty() {
             let tasks: Vec<String> = orphaned.iter().map(|(o, _)| format!("#{o}")).collect();
             text.push_str(&format!(

@@ -4,6 +4,7 @@
 mod harness;
 
 mod attach;
+mod budgets;
 mod concurrency;
 mod config;
 mod contain;

@@ -1,0 +1,141 @@
+//! Budgets, end to end with the fake agent as `claude`: spend is counted live from the
+//! stream, a plan whose spend reaches its budget starts nothing new (running tasks
+//! finish), and raising the budget lets `weft run` continue.
+
+use serde_json::Value;
+
+use crate::engine::statuses;
+use crate::harness::{Run, Weft};
+
+/// A chain a → b → c; each task's prompt holds `directives` (fake-agent script lines)
+/// before its marker; `model` is every task's model.
+fn chain(weft: &Weft, directives: &[(&str, &str)], model: Option<&str>) {
+    let mut text = String::from("goal = \"Spend some money\"\nrunner = \"claude-code\"\n");
+    let mut previous: Option<&str> = None;
+    for id in ["a", "b", "c"] {
+        let mut prompt = format!("Do {id}.\n@fake write out/{id}.txt {id}\n");
+        for (task, directive) in directives {
+            if *task == id {
+                prompt.push_str(&format!("@fake {directive}\n"));
+            }
+        }
+        prompt.push_str("@fake say done\n@fake marker\n");
+        let deps = previous.map(|p| format!("\"{p}\"")).unwrap_or_default();
+        text.push_str(&format!(
+            "\n[[tasks]]\nid = \"{id}\"\ntitle = \"Task {id}\"\ndependencies = [{deps}]\nprompt = '''\n{prompt}'''\n"
+        ));
+        if let Some(model) = model {
+            text.push_str(&format!("model = \"{model}\"\n"));
+        }
+        previous = Some(id);
+    }
+    weft.write("chain.toml", &text);
+    weft.ok(&["plan", "--file", "chain.toml"]);
+}
+
+/// The plan's stored events of one kind (the `event` object of each).
+fn events_of(weft: &Weft, kind: &str) -> Vec<Value> {
+    let run = weft.ok(&["events", "--all", "--json"]);
+    run.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"]["kind"] == kind)
+        .collect()
+}
+
+fn said(run: &Run) -> String {
+    format!("{}{}", run.stdout, run.stderr)
+}
+
+#[test]
+fn a_plan_whose_spend_reaches_its_budget_starts_nothing_new_until_the_budget_is_raised() {
+    let weft = Weft::with_agents();
+    // Task a's stream reports a message of 100k input tokens mid-run and $0.40 at its end.
+    chain(&weft, &[("a", "spend 100000 1000 0.4")], None);
+    let notify = "cat >> notified.jsonl";
+    let first = weft.fails(
+        &[
+            "run",
+            "--parallel",
+            "1",
+            "-c",
+            "budget_usd=0.30",
+            "-c",
+            &format!("notify={notify}"),
+        ],
+        1,
+    );
+    let s = statuses(&weft);
+    assert_eq!(s["a"], "completed", "a running task finishes: {s:?}");
+    assert_eq!(s["b"], "pending", "nothing new starts: {s:?}");
+    assert_eq!(s["c"], "pending");
+    assert!(
+        said(&first).contains("budget reached") && said(&first).contains("budget_usd = $0.30"),
+        "weft says why: {}",
+        said(&first)
+    );
+    let reached = events_of(&weft, "budget_reached");
+    assert_eq!(reached.len(), 1, "one event per transition: {reached:?}");
+    let cost = reached[0]["event"]["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - 0.40132).abs() < 1e-9,
+        "the CLI's own total: {reached:?}"
+    );
+    let told: Vec<Value> = crate::harness::read(&weft.work().join("notified.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["event"]["kind"] == "budget_reached")
+        .collect();
+    assert_eq!(told.len(), 1, "the notify command is told once: {told:?}");
+
+    // The same budget: still nothing starts, and weft says why again.
+    let again = weft.fails(&["run", "-c", "budget_usd=0.30"], 1);
+    assert!(said(&again).contains("budget reached"), "{}", said(&again));
+    assert_eq!(statuses(&weft)["b"], "pending");
+    let status = weft.ok(&["-c", "budget_usd=0.30", "status"]).stdout;
+    assert!(
+        status.contains("of $0.30") && status.contains("reached (budget_usd = $0.30)"),
+        "{status}"
+    );
+
+    // Raised: the run continues, and spend across both runs adds up.
+    weft.ok(&["run", "-c", "budget_usd=5"]);
+    let s = statuses(&weft);
+    assert!(s.values().all(|v| v == "completed"), "{s:?}");
+    let status = weft.status_json();
+    let spent = status["spend"]["cost_usd"].as_f64().unwrap();
+    assert!(spent > 0.40132, "every attempt counts: {status}");
+}
+
+#[test]
+fn live_spend_is_stored_while_an_attempt_runs_and_an_unknown_price_is_not_free() {
+    let weft = Weft::with_agents();
+    // The fake Claude answers as a model weft has no price for, and (as the real Claude
+    // Code does for a model it does not know) reports a total cost of 0.
+    chain(
+        &weft,
+        &[("a", "spend 5000 100 0"), ("a", "usage 5100 200 0")],
+        Some("mystery-9"),
+    );
+    weft.ok(&["run"]);
+    let updates = events_of(&weft, "spend_updated");
+    assert!(!updates.is_empty(), "a live spend update is stored");
+    assert!(
+        updates
+            .iter()
+            .all(|u| u["task"].is_string() && u["attempt"].is_string()),
+        "{updates:?}"
+    );
+    let a = &updates[0]["event"];
+    assert_eq!(a["cost_usd"], Value::Null, "{a}");
+    assert_eq!(a["unpriced"], "mystery-9", "{a}");
+    let status = weft.status_json();
+    assert_eq!(status["spend"]["cost_usd"], Value::Null, "{status}");
+    let text = weft.ok(&["status"]).stdout;
+    assert!(text.contains("cost unknown"), "status says so: {text}");
+    let budgeted = weft.ok(&["-c", "budget_tokens=1000000", "status"]).stdout;
+    assert!(
+        budgeted.contains("of 1000000 tokens (plan budget)"),
+        "{budgeted}"
+    );
+}
