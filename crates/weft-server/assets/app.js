@@ -15,11 +15,11 @@
   // to a listener of that name, so each one is listened for.
   const KINDS = [
     "approval_answered", "approval_asked", "approval_settled", "attempt_failed_to_start", "attempt_finished",
-    "attempt_interrupted", "attempt_started", "control_handled", "control_requested", "current_plan_set",
+    "attempt_interrupted", "attempt_started", "budget_reached", "control_handled", "control_requested", "current_plan_set",
     "dependencies_set", "handoff_discarded", "handoff_merged", "landing_finished", "landing_started",
     "manual_steps_ticked", "notice", "plan_created", "plan_deleted", "plan_planned", "plan_revised",
     "plan_status_changed", "planner_logged", "run_continued", "run_ended", "run_halted", "run_isolated",
-    "run_started", "task_added", "task_cancelled", "task_edited", "task_finished", "task_held",
+    "run_started", "spend_updated", "task_added", "task_cancelled", "task_edited", "task_finished", "task_held",
     "task_marked_complete", "task_marked_not_done", "task_moved", "task_rearmed", "task_released",
     "task_removed", "task_repair_requested", "task_retried", "task_skipped", "task_started", "tasks_blocked",
     "tasks_released", "tasks_requeued", "unrecognized", "waiting_for_person", "message",
@@ -105,6 +105,7 @@
       }
       const fetched = performance.now();
       this.plan = doc.plan;
+      this.spend = doc.spend || null;
       if (!this.planId) this.planId = doc.plan.id;
       if ($("#plan-select").value !== this.planId) $("#plan-select").value = this.planId;
       this.orders = new Map(this.plan.tasks.map((t) => [t.id, t.order]));
@@ -225,6 +226,8 @@
       } else if (kind === "run_ended") {
         const s = ev.event.status;
         Weft.toast(s === "completed" ? "ok" : "error", `run ${ev.run || ""} ${s}`, s === "completed" ? "review it in Handoff" : null);
+      } else if (kind === "budget_reached") {
+        Weft.toast("error", "budget reached: no new task starts", `spent ${ev.event.spent} (${ev.event.limit})`, "raise budget_usd / budget_tokens and start the run again to continue");
       } else if (kind === "notice" && ev.event.message) {
         Weft.toast("info", ev.event.message);
       }
@@ -265,7 +268,16 @@
         const end = running || !this.runEndedAt ? Date.now() : this.runEndedAt;
         $("#progress-elapsed").textContent = "elapsed " + Weft.fmt.age(end - this.runStartedAt);
       }
-      $("#progress-usage").textContent = `tokens ${Weft.fmt.tokens(input)} in / ${Weft.fmt.tokens(output)} out · ${Weft.fmt.cost(cost)}`;
+      // Spend against the plan's budget; a model without a price is "cost unknown", never $0.
+      const spend = this.spend;
+      let money = Weft.fmt.cost(cost);
+      if (spend && spend.cost_usd === null && (spend.input_tokens || spend.output_tokens)) money = `≥ ${Weft.fmt.cost(spend.cost_usd_known)} (a price is unknown)`;
+      if (spend && spend.budget_usd !== null && spend.budget_usd !== undefined) money += ` of ${Weft.fmt.cost(spend.budget_usd)}`;
+      let tokens = `tokens ${Weft.fmt.tokens(input)} in / ${Weft.fmt.tokens(output)} out`;
+      if (spend && spend.budget_tokens !== null && spend.budget_tokens !== undefined) tokens += ` (budget ${Weft.fmt.tokens(spend.budget_tokens)})`;
+      const usage = $("#progress-usage");
+      usage.textContent = `${tokens} · ${money}` + (spend && spend.reached ? ` · budget reached (${spend.reached}): no new task starts` : "");
+      usage.classList.toggle("over-budget", !!(spend && spend.reached));
       this.renderRun();
     }
 

@@ -223,7 +223,8 @@
       put(box, list);
       const t = this.task;
       if (t.input_tokens || t.output_tokens || t.cost_usd) {
-        put(box, h("p.muted", `tokens ${Weft.fmt.tokens(t.input_tokens)} in, ${Weft.fmt.tokens(t.output_tokens)} out · ${Weft.fmt.cost(t.cost_usd)}`));
+        const cost = t.cost_unknown ? "cost unknown (a model without a price)" : Weft.fmt.cost(t.cost_usd);
+        put(box, h("p.muted", `tokens ${Weft.fmt.tokens(t.input_tokens)} in, ${Weft.fmt.tokens(t.output_tokens)} out · ${cost}`));
       }
       if (t.landing) put(box, h("p.muted", "landing: " + t.landing.status + (t.landing.merge ? " " + t.landing.merge.slice(0, 12) : "")));
     }

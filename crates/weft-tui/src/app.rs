@@ -64,6 +64,8 @@ pub struct Options {
     pub runner_names: std::collections::BTreeSet<String>,
     /// `$VISUAL` or `$EDITOR` (else `vi`).
     pub editor: String,
+    /// The plan's budget (`budget_usd`, `budget_tokens`), shown against its spend.
+    pub budget: weft_core::spend::Budget,
     pub engine: EngineFactory,
 }
 
@@ -176,7 +178,7 @@ pub fn run(options: Options) -> Result<(), TuiError> {
         bell_due: false,
     };
     // The first reading before the terminal changes: a bad plan fails here, plainly.
-    let snapshot = source::snapshot(&app.store, &app.options.plan_id, false)?;
+    let snapshot = source::snapshot(&app.store, &app.options.plan_id, false, app.options.budget)?;
     app.apply(Msg::Snapshot(snapshot));
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -323,7 +325,8 @@ impl App {
     fn reload(&mut self) {
         self.reload_due = false;
         self.last_reload = Some(Instant::now());
-        match source::snapshot(&self.store, &self.options.plan_id, self.own.is_some()) {
+        let own = self.own.is_some();
+        match source::snapshot(&self.store, &self.options.plan_id, own, self.options.budget) {
             Ok(snapshot) => self.apply(Msg::Snapshot(snapshot)),
             Err(error) => self.state.message = Some(error_line(&error)),
         }

@@ -6,9 +6,14 @@ use weft_store::Store;
 
 use crate::state::{Ask, Detail, Engine, Snapshot};
 
-/// The plan, its run, whether an engine executes it and the open questions about it.
-/// `ours`: this process's engine thread is running the plan.
-pub fn snapshot(store: &Store, plan_id: &str, ours: bool) -> Result<Snapshot, EngineError> {
+/// The plan, its run, whether an engine executes it, the open questions about it and its
+/// spend against `budget`. `ours`: this process's engine thread is running the plan.
+pub fn snapshot(
+    store: &Store,
+    plan_id: &str,
+    ours: bool,
+    budget: weft_core::spend::Budget,
+) -> Result<Snapshot, EngineError> {
     // The sequence number first: whatever is read after it is at least that new.
     let seq = store.last_event_seq()?;
     let plan = store.plan(plan_id)?;
@@ -32,7 +37,18 @@ pub fn snapshot(store: &Store, plan_id: &str, ours: bool) -> Result<Snapshot, En
             asker: a.asker,
         })
         .collect();
+    // Running attempts carry their spend so far (the engine writes it, throttled).
+    let mut spend = weft_core::spend::Spend::default();
+    for a in store.attempts_of_plan(plan_id)? {
+        spend.add(&weft_core::spend::Spend::stored(
+            a.input_tokens,
+            a.output_tokens,
+            a.cost_usd,
+        ));
+    }
     Ok(Snapshot {
+        spend,
+        budget,
         isolated: run.as_ref().is_some_and(|r| r.integration_branch.is_some()),
         run: run.map(|r| (r.id, r.status.as_str().to_owned())),
         plan: Some(plan),

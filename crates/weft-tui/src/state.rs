@@ -70,6 +70,10 @@ pub struct Snapshot {
     pub asks: Vec<Ask>,
     /// The last event sequence number this reading includes.
     pub seq: i64,
+    /// What the plan's attempts spent (running ones so far), every run and retry.
+    pub spend: weft_core::spend::Spend,
+    /// The plan's budget (the settings'), shown against the spend.
+    pub budget: weft_core::spend::Budget,
 }
 
 /// What the task pane shows of the selected task beyond its stored fields.

@@ -46,6 +46,32 @@ impl Theme {
     }
 }
 
+/// The plan's spend for the header, short (`$0.42/$0.40, 12400 tok`: against the budget
+/// where one is set; a model without a price makes the cost "cost unknown", never $0),
+/// and whether the budget was reached.
+fn spend_text(snapshot: &crate::state::Snapshot) -> Option<(String, bool)> {
+    let (spend, budget) = (&snapshot.spend, &snapshot.budget);
+    if !budget.is_set() && spend.tokens.total() == 0 && spend.usd == 0.0 {
+        return None;
+    }
+    let cost = match spend.cost_usd() {
+        Some(usd) => weft_core::spend::usd(usd),
+        None => "cost unknown".to_owned(),
+    };
+    let cost = match budget.usd {
+        Some(limit) => format!("{cost}/{}", weft_core::spend::usd(limit)),
+        None => cost,
+    };
+    let total = spend.tokens.total();
+    let tokens = match budget.tokens {
+        Some(limit) => format!("{total}/{limit} tok"),
+        None => format!("{total} tok"),
+    };
+    let reached = budget.reached(spend).is_some();
+    let mark = if reached { " budget reached" } else { "" };
+    Some((format!("{cost}, {tokens}{mark}"), reached))
+}
+
 /// The keys the footer names, per screen.
 fn footer(state: &State) -> &'static str {
     if state.filter.editing {
@@ -145,6 +171,14 @@ fn header_line(state: &State, theme: Theme, width: u16) -> Line<'static> {
     }
     if !state.filter.text.is_empty() || state.filter.editing {
         rest.push(Span::raw(format!(" · /{}", clip(&state.filter.text, 20))));
+    }
+    if let Some((text, reached)) = spend_text(&state.snapshot) {
+        let style = if reached {
+            theme.fg(Color::Red)
+        } else {
+            Style::default()
+        };
+        rest.push(Span::styled(format!(" · {text}"), style));
     }
     let waiting = state.snapshot.asks.len();
     if waiting > 0 {

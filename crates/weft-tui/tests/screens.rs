@@ -189,3 +189,39 @@ fn a_10000_task_plan_draws_the_rows_on_screen_around_the_selection() {
     assert!(text.contains("#10000"), "{text}");
     assert!(!text.contains("#9980 "), "only the rows on screen: {text}");
 }
+
+#[test]
+fn the_header_shows_the_plans_spend_against_its_budget_and_says_when_it_is_reached() {
+    use weft_core::spend::{Budget, Spend, Tokens};
+    let mut s = sized(160, 50, |_| {});
+    let mut reading = snapshot(40);
+    reading.spend = Spend {
+        tokens: Tokens {
+            input: 12_000,
+            output: 400,
+            ..Tokens::default()
+        },
+        usd: 0.42,
+        unpriced: None,
+    };
+    reading.budget = Budget {
+        usd: Some(0.40),
+        tokens: None,
+    };
+    update(&mut s, Msg::Snapshot(reading.clone()));
+    let screen = draw(&s, 160, 50);
+    let header = screen.lines().next().unwrap();
+    assert!(
+        header.contains("$0.42/$0.40, 12400 tok budget reached"),
+        "{header}"
+    );
+
+    // No budget, a model without a price: the cost is unknown, never $0.
+    reading.budget = Budget::default();
+    reading.spend.unpriced = Some("mystery-9".into());
+    reading.spend.usd = 0.0;
+    update(&mut s, Msg::Snapshot(reading));
+    let screen = draw(&s, 160, 50);
+    let header = screen.lines().next().unwrap();
+    assert!(header.contains("cost unknown, 12400 tok"), "{header}");
+}

@@ -160,8 +160,18 @@ impl RunLoop<'_> {
             ),
             spend_stored: None,
             over_budget: None,
+            task_spent_before: self.task_spent(&task.id)?,
             task,
         })
+    }
+
+    /// What the task's ended attempts spent (every run): its budget covers them all.
+    fn task_spent(&self, task_id: &str) -> Result<weft_core::spend::Spend, String> {
+        let attempts = self
+            .store
+            .attempts_of_task(self.plan_id(), task_id)
+            .map_err(|e| e.to_string())?;
+        Ok(super::live::stored_spend(&attempts))
     }
 
     /// The number of the task's next attempt in this run.

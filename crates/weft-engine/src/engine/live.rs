@@ -61,6 +61,8 @@ pub(crate) struct Live {
     pub spend_stored: Option<(Instant, Spend)>,
     /// Set when its spend went over the task's budget and it was stopped: why.
     pub over_budget: Option<String>,
+    /// What the task's earlier attempts spent: the task's budget covers every attempt.
+    pub task_spent_before: Spend,
 }
 
 /// The task's own budget (`budget_usd`, `budget_tokens`).
@@ -194,12 +196,14 @@ impl RunLoop<'_> {
         }
         let spend = running.meter.spend();
         let budget = task_budget(&running.task);
+        let mut task_spend = running.task_spent_before.clone();
+        task_spend.add(&spend);
         if running.over_budget.is_none()
-            && let Some(limit) = budget.exceeded(&spend)
+            && let Some(limit) = budget.exceeded(&task_spend)
         {
             running.over_budget = Some(format!(
                 "the task's {limit} was exceeded: it spent {}",
-                budget.against(&spend)
+                budget.against(&task_spend)
             ));
             running.canceller.cancel();
         }

@@ -84,6 +84,7 @@ pub fn snapshot(n: usize) -> Snapshot {
         isolated: true,
         asks: Vec::new(),
         seq: 12,
+        ..Snapshot::default()
     }
 }
 

@@ -170,8 +170,10 @@ impl Host for BinHost {
         let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
         let usage = usage_by_task(&attempts);
         let default_runner = self.ctx.settings.runner();
-        let mut json = serde_json::to_value(plan_json(&plan, default_runner, &usage))
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let status = plan_json(&plan, default_runner, &usage)
+            .budget(&usage, &self.ctx.settings.spend.budget);
+        let mut json =
+            serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
         json["kept_worktrees"] =
             serde_json::to_value(&kept).map_err(|e| ApiError::internal(e.to_string()))?;
         if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {

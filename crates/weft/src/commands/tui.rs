@@ -50,6 +50,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         colour: no_color.as_deref().is_none_or(str::is_empty),
         runner_names: ctx.runner_names(),
         editor,
+        budget: ctx.settings.spend.budget,
         engine: Box::new(move || engine_config(&factory_ctx, &factory_plan, parallel)),
     };
     weft_tui::run(options).map_err(|e| match e {
