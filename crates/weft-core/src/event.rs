@@ -433,7 +433,8 @@ pub enum EventKind {
         links: Vec<String>,
     },
     /// A running attempt's spend so far, estimated live from its stream (throttled: at
-    /// most one per attempt every few seconds, and only when it changed). `cost_usd` is
+    /// most one per attempt every 5 s, the first 5 s after it started, and only when it
+    /// changed; `attempt_finished` carries the final figures). `cost_usd` is
     /// `None` while a model's price is unknown (`unpriced` names it); tokens always count.
     SpendUpdated {
         input_tokens: u64,
@@ -442,7 +443,6 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unpriced: Option<String>,
         /// The CLI's own final total replaced the estimate.
-        #[serde(default)]
         reported: bool,
     },
     /// It could not even start; `reason` says why.

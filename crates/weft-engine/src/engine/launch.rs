@@ -158,7 +158,7 @@ impl RunLoop<'_> {
                 self.config.spending.prices.clone(),
                 task.model.clone(),
             ),
-            spend_stored: None,
+            spend_stored: (Instant::now(), weft_core::spend::Spend::default()),
             over_budget: None,
             task_spent_before: self.task_spent(&task.id)?,
             task,

@@ -4,8 +4,10 @@
 //! then the CLI's own total). When its spend goes over the task's budget the attempt is
 //! stopped through its supervisor, as a timeout stops it, and its verdict names the budget
 //! and the spend ([`over_budget`]). While it runs, its spend so far is written to its
-//! attempt row with a `spend_updated` event at most once per [`SPEND_EVENT_EVERY`], and
-//! only when it changed, so a chatty stream costs no store write per message. The plan's budget is checked where the
+//! attempt row with a `spend_updated` event at most once per [`SPEND_EVENT_EVERY`] (the
+//! first one that long after it started), and only when it changed, so a chatty stream
+//! costs no store write per message and a short attempt none at all (its
+//! `attempt_finished` carries the figures). The plan's budget is checked where the
 //! loop decides what starts ([`RunLoop::plan_budget_reached`]): reached, nothing new
 //! starts, running attempts finish, and one `budget_reached` event says why.
 
@@ -57,8 +59,9 @@ pub(crate) struct Live {
     pub task: Task,
     /// Its live spend.
     pub meter: Meter,
-    /// When the last `spend_updated` was stored, and what it said.
-    pub spend_stored: Option<(Instant, Spend)>,
+    /// When the last `spend_updated` was stored (at first: when the attempt started), and
+    /// what it said.
+    pub spend_stored: (Instant, Spend),
     /// Set when its spend went over the task's budget and it was stopped: why.
     pub over_budget: Option<String>,
     /// What the task's earlier attempts spent: the task's budget covers every attempt.
@@ -207,14 +210,11 @@ impl RunLoop<'_> {
             ));
             running.canceller.cancel();
         }
-        let due = match &running.spend_stored {
-            None => true,
-            Some((at, stored)) => *stored != spend && at.elapsed() >= SPEND_EVENT_EVERY,
-        };
-        if !due {
+        let (at, stored) = &running.spend_stored;
+        if *stored == spend || at.elapsed() < SPEND_EVENT_EVERY {
             return Ok(());
         }
-        running.spend_stored = Some((Instant::now(), spend.clone()));
+        running.spend_stored = (Instant::now(), spend.clone());
         // The attempt's row carries its spend so far, so every surface that sums attempts
         // (`weft status`, the dashboard, the TUI) shows it live, and an engine that dies
         // leaves its last figures behind.

@@ -114,7 +114,13 @@ fn live_spend_is_stored_while_an_attempt_runs_and_an_unknown_price_is_not_free()
     // Code does for a model it does not know) reports a total cost of 0.
     chain(
         &weft,
-        &[("a", "spend 5000 100 0"), ("a", "usage 5100 200 0")],
+        // Longer than the 5 s before a first live update is stored.
+        &[
+            ("a", "spend 5000 100 0"),
+            ("a", "sleep 5.5"),
+            ("a", "spend 100 100 0"),
+            ("a", "usage 5100 200 0"),
+        ],
         Some("mystery-9"),
     );
     weft.ok(&["run"]);
