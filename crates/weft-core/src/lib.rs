@@ -4,6 +4,7 @@
 //! so every rule can be tested directly and reused by every front end.
 
 pub mod approval;
+pub mod bisect;
 pub mod edit;
 pub mod event;
 pub mod hint;
