@@ -553,6 +553,71 @@ pub enum EventKind {
         request_seq: i64,
     },
 
+    // Verification of the integration tip (the envelope's `run`; issue 15).
+    /// The run's `verify` commands started on an integration tip. `purpose`: `landed`
+    /// (after landings), `repeat` (the same tip once more after a failure), `bisect` (an
+    /// earlier tip, to find the culprit), `alone` (a culprit's landing alone on the last
+    /// green tip), `by_hand` (`weft verify`).
+    VerificationStarted {
+        tip: String,
+        commands: Vec<String>,
+        purpose: String,
+    },
+    /// Every `verify` command passed on `tip`.
+    VerificationPassed {
+        tip: String,
+        purpose: String,
+        duration_ms: u64,
+    },
+    /// A `verify` command failed on `tip` (exit code, `None` when it timed out or could
+    /// not start), with its output's tail.
+    VerificationFailed {
+        tip: String,
+        purpose: String,
+        command: String,
+        exit_code: Option<i32>,
+        output_tail: String,
+        duration_ms: u64,
+    },
+    /// Two verifications of one tip disagreed: nothing is blamed, the tip counts as green.
+    VerificationFlaky {
+        tip: String,
+        command: String,
+    },
+    /// One step of the search for the landing that broke verification: tip `tip` (after
+    /// landing `landing` of `of` since the last green tip, of task `task`) passed or not.
+    BisectStep {
+        tip: String,
+        landing: usize,
+        of: usize,
+        task: Option<String>,
+        passed: bool,
+        /// Verifications the search has spent so far (at most ⌈log2 of⌉).
+        runs: u32,
+    },
+    /// A landing broke verification: it was taken out of the integration branch (rebuilt
+    /// from the tip before it, the later landings re-applied) and its task failed. The
+    /// envelope's `task` is the culprit.
+    TaskQuarantined {
+        order: u32,
+        title: String,
+        /// The first tip that failed verification (the one after its landing).
+        broke: String,
+        /// The integration tip after the rebuild.
+        rebuilt: String,
+        command: String,
+        output_tail: String,
+        /// `Some(true)`: its landing alone on the last green tip passes, so it fails only
+        /// in combination with the landings before it; `Some(false)`: it fails alone.
+        only_in_combination: Option<bool>,
+        /// Verifications the search spent.
+        bisect_runs: u32,
+        /// Tasks run again because their attempt started from a tip holding it.
+        requeued: Vec<String>,
+        /// Tasks whose landings no longer applied without it (now conflicted).
+        conflicted: Vec<String>,
+    },
+
     // The planner.
     /// Entries were added to the planner's research log (`weft plan log`).
     PlannerLogged {

@@ -13,7 +13,7 @@ use weft_core::{
 };
 
 /// The number of [`EventKind`] variants; [`index`] must give each its own number below it.
-const KINDS: usize = 50;
+const KINDS: usize = 56;
 
 /// An exhaustive match (no wildcard): a new variant does not compile until it is numbered
 /// here, and then [`every_kind_round_trips`] fails until [`one_of_each`] has an example.
@@ -66,9 +66,15 @@ fn index(kind: &EventKind) -> usize {
         EventKind::ApprovalAsked { .. } => 44,
         EventKind::ApprovalAnswered { .. } => 45,
         EventKind::ApprovalSettled { .. } => 46,
-        EventKind::Unrecognized { .. } => 47,
-        EventKind::BudgetReached { .. } => 48,
-        EventKind::SpendUpdated { .. } => 49,
+        EventKind::VerificationStarted { .. } => 47,
+        EventKind::VerificationPassed { .. } => 48,
+        EventKind::VerificationFailed { .. } => 49,
+        EventKind::VerificationFlaky { .. } => 50,
+        EventKind::BisectStep { .. } => 51,
+        EventKind::TaskQuarantined { .. } => 52,
+        EventKind::BudgetReached { .. } => 53,
+        EventKind::SpendUpdated { .. } => 54,
+        EventKind::Unrecognized { .. } => 55,
     }
 }
 
@@ -325,6 +331,48 @@ fn one_of_each() -> Vec<EventKind> {
         EventKind::ApprovalSettled {
             ask: 5,
             decision: "allowed (asked)".into(),
+        },
+        EventKind::VerificationStarted {
+            tip: "3f2a9c1d".into(),
+            commands: vec!["cargo test".into()],
+            purpose: "landed".into(),
+        },
+        EventKind::VerificationPassed {
+            tip: "3f2a9c1d".into(),
+            purpose: "landed".into(),
+            duration_ms: 1200,
+        },
+        EventKind::VerificationFailed {
+            tip: "3f2a9c1d".into(),
+            purpose: "repeat".into(),
+            command: "cargo test".into(),
+            exit_code: Some(101),
+            output_tail: "error[E0425]: cannot find function `old`".into(),
+            duration_ms: 900,
+        },
+        EventKind::VerificationFlaky {
+            tip: "3f2a9c1d".into(),
+            command: "cargo test".into(),
+        },
+        EventKind::BisectStep {
+            tip: "1a2b3c4d".into(),
+            landing: 4,
+            of: 8,
+            task: Some("caller".into()),
+            passed: true,
+            runs: 1,
+        },
+        EventKind::TaskQuarantined {
+            order: 2,
+            title: "Call old".into(),
+            broke: "3f2a9c1d".into(),
+            rebuilt: "5e6f7a8b".into(),
+            command: "cargo test".into(),
+            output_tail: "error".into(),
+            only_in_combination: Some(true),
+            bisect_runs: 1,
+            requeued: vec!["later".into()],
+            conflicted: Vec::new(),
         },
         EventKind::Unrecognized {
             original_kind: "task_started".into(),

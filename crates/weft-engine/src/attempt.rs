@@ -360,7 +360,11 @@ fn judge_ended(executor: &dyn Executor, outcome: Outcome, plan: &CheckPlan) -> A
 }
 
 /// Run each check with `sh -c`, in order, stopping at the first that fails.
-fn run_checks(executor: &dyn Executor, plan: &CheckPlan, commands: &[String]) -> Vec<CheckRun> {
+pub(crate) fn run_checks(
+    executor: &dyn Executor,
+    plan: &CheckPlan,
+    commands: &[String],
+) -> Vec<CheckRun> {
     let mut runs = Vec::new();
     for (index, command) in commands.iter().enumerate() {
         let run = run_check(executor, plan, index, command);

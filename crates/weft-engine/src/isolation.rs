@@ -524,8 +524,14 @@ impl Isolation {
 
     /// The run's integration checkout (detached at the current tips), for ops tasks.
     pub fn integration_checkout(&self) -> Result<PathBuf, EngineError> {
+        self.integration_checkout_at(&self.tips()?)
+    }
+
+    /// The run's integration checkout detached at `tips` (one per repository): the
+    /// current tips, or an earlier tip a verification bisects to.
+    pub fn integration_checkout_at(&self, tips: &[Oid]) -> Result<PathBuf, EngineError> {
         let folder = self.worktrees.join("integration");
-        for (slot, tip) in self.slots.iter().zip(self.tips()?) {
+        for (slot, tip) in self.slots.iter().zip(tips.iter().cloned()) {
             let path = self.slot_path(&folder, slot);
             if path.exists() {
                 slot.repo

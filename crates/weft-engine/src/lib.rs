@@ -66,6 +66,8 @@ pub struct EngineConfig {
     pub notify: notify::NotifyConfig,
     /// What spending is priced at and allowed (the plan's budget; tasks carry their own).
     pub spending: Spending,
+    /// How the integration tip is verified (`engine::verify`).
+    pub verify: VerifyConfig,
 }
 
 /// Prices and the plan's budget: the `prices`, `budget_usd` and `budget_tokens` settings.
@@ -76,6 +78,29 @@ pub struct Spending {
     /// The plan's budget: once its spend (every attempt, every run, retries included)
     /// reaches it, no new task starts; running ones finish.
     pub plan: weft_core::spend::Budget,
+}
+
+/// The run's verification of its integration tip (issue 15).
+#[derive(Debug, Clone, Default)]
+pub struct VerifyConfig {
+    /// Shell commands run in the integration checkout; empty: no verification.
+    pub commands: Vec<String>,
+    /// `None`: verify whenever the landing queue has emptied; `Some(n)`: after every `n`
+    /// landings. Either way, before the run ends.
+    pub batch: Option<usize>,
+    /// A landed task is met for its dependents only once a tip holding it verified green.
+    pub gate: bool,
+}
+
+impl VerifyConfig {
+    pub fn enabled(&self) -> bool {
+        !self.commands.is_empty()
+    }
+
+    /// Whether the gate holds dependents back (only with commands to verify).
+    pub fn gated(&self) -> bool {
+        self.enabled() && self.gate
+    }
 }
 
 /// Where tasks work: worktrees and branches, or the workspace itself.

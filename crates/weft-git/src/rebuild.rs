@@ -1,7 +1,8 @@
 //! Rebuilding a branch without some of its commits: no checkout, no revert commits.
 //!
-//! Contract of [`Repo::rebuild_without`] (used by `weft uncomplete --revert`, and meant
-//! for taking a culprit's landing out of an integration branch):
+//! Contract of [`Repo::rebuild_without`] (used by `weft uncomplete --revert`) and of
+//! [`Repo::rebuild_without_recorded`] (the same, moving weft's record of the tip in the
+//! same atomic transaction; used to quarantine a landing that broke verification):
 //!
 //! - **Input**: a full ref (`refs/heads/...`) and the commits to drop, each on the ref's
 //!   first-parent history (an integration branch's landings are).
@@ -13,7 +14,9 @@
 //!   parents unless one of them contains a dropped commit (a task cut after the dropped
 //!   landing), so no dropped work stays reachable from the result.
 //! - **Writes**: only objects, then one compare-and-swap of the ref
-//!   (`git update-ref <ref> <new> <old>`). A crash leaves the ref at the old tip or the
+//!   (`git update-ref <ref> <new> <old>`; with a record, both refs in one `update-ref
+//!   --stdin` transaction). [`Repo::compose_without`] computes the same from any tip and
+//!   moves nothing. A crash leaves the ref at the old tip or the
 //!   new one; nothing else changes, no checkout or index is read or written.
 //! - **Outcomes**: [`Rebuild::Rebuilt`] (old and new tip, and each re-applied commit's
 //!   new id, oldest first); [`Rebuild::NoLongerApplies`] (a re-applied commit conflicts
@@ -58,6 +61,51 @@ impl Repo {
     /// Rebuild `reference` without the first-parent commits `drop`; see the module's
     /// contract.
     pub fn rebuild_without(&self, reference: &str, drop: &[Oid]) -> Result<Rebuild, GitError> {
+        self.rebuild_moving(reference, None, drop)
+    }
+
+    /// [`Repo::rebuild_without`] for a ref whose tip weft also records in `record` (the
+    /// integration guard's `refs/weft/<run>/tip`): both move in one atomic transaction,
+    /// and only if both are at the old tip, so a crash never separates them.
+    pub fn rebuild_without_recorded(
+        &self,
+        reference: &str,
+        record: &str,
+        drop: &[Oid],
+    ) -> Result<Rebuild, GitError> {
+        self.check_full_ref(record)?;
+        self.rebuild_moving(reference, Some(record), drop)
+    }
+
+    /// What [`Repo::rebuild_without`] would build from `tip`, as objects only: no ref
+    /// moves (the outcome's `old_tip` is `tip`). For a tip to verify that no landing made,
+    /// say one landing alone on the commit before it.
+    pub fn compose_without(&self, tip: &Oid, drop: &[Oid]) -> Result<Rebuild, GitError> {
+        self.rebuilt(tip, drop)
+    }
+
+    /// The first-parent commits after `from` up to `to`, oldest first (`to` descends from
+    /// `from`): the landings between two integration tips.
+    pub fn first_parents_between(&self, from: &Oid, to: &Oid) -> Result<Vec<Oid>, GitError> {
+        let call = self.read().args([
+            "rev-list",
+            "--first-parent",
+            "--reverse",
+            &format!("{}..{}", from.as_str(), to.as_str()),
+        ]);
+        let text = call.text()?;
+        text.lines()
+            .filter(|l| !l.is_empty())
+            .map(|id| parse_oid(&call, id))
+            .collect()
+    }
+
+    fn rebuild_moving(
+        &self,
+        reference: &str,
+        record: Option<&str>,
+        drop: &[Oid],
+    ) -> Result<Rebuild, GitError> {
         self.check_full_ref(reference)?;
         let tip = self
             .ref_target(reference)?
@@ -65,6 +113,25 @@ impl Repo {
                 repo: self.root().to_owned(),
                 rev: reference.to_owned(),
             })?;
+        let outcome = self.rebuilt(&tip, drop)?;
+        if let Rebuild::Rebuilt { new_tip, .. } = &outcome {
+            let reflog = format!("weft: rebuild without {} commit(s)", drop.len());
+            match record {
+                None => self.update_ref_with(reference, new_tip, Some(&tip), &reflog)?,
+                Some(record) => self.update_refs_cas(
+                    &[
+                        (reference, new_tip, Some(&tip)),
+                        (record, new_tip, Some(&tip)),
+                    ],
+                    &reflog,
+                )?,
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// The rebuild of `tip` without `drop`, as objects (no ref moves).
+    fn rebuilt(&self, tip: &Oid, drop: &[Oid]) -> Result<Rebuild, GitError> {
         if drop.is_empty() {
             return Ok(Rebuild::NotOnBranch {
                 commits: Vec::new(),
@@ -72,7 +139,7 @@ impl Repo {
         }
         // The first-parent history from the tip down to each commit to drop: the
         // oldest one to drop is the one farthest from the tip.
-        let chain = self.first_parent_chain(&tip, drop)?;
+        let chain = self.first_parent_chain(tip, drop)?;
         let missing: Vec<Oid> = drop
             .iter()
             .filter(|d| !chain.iter().any(|(c, _)| c == *d))
@@ -136,10 +203,8 @@ impl Repo {
             reapplied.push((commit.clone(), rebuilt.clone()));
             new_tip = rebuilt;
         }
-        let reflog = format!("weft: rebuild without {} commit(s)", drop.len());
-        self.update_ref_with(reference, &new_tip, Some(&tip), &reflog)?;
         Ok(Rebuild::Rebuilt {
-            old_tip: tip,
+            old_tip: tip.clone(),
             new_tip,
             base,
             reapplied,

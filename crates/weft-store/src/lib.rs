@@ -18,6 +18,7 @@ mod output;
 mod planning;
 mod rows;
 mod runs;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -38,6 +39,7 @@ pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
 };
 pub use runs::{ClaimedRun, QueuedControl, TaskUpdate};
+pub use verify::{VerifyState, VerifyUpdate};
 
 /// File name of the database inside the state folder.
 pub const DATABASE_FILE: &str = "weft.db";

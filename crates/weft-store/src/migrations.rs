@@ -190,6 +190,18 @@ const MIGRATIONS: &[&str] = &[
         SELECT 1 FROM task_dependencies d WHERE d.plan_id = tasks.plan_id AND d.task_id = tasks.id
     );
     "#,
+    // 7 (verify, issue 15; to be numbered after `limits`' and `perf`'s at merge): a run's
+    // verification state, one row per run: the last green tip, the tip being verified,
+    // and a quarantine's journal while one is in progress.
+    r#"
+    CREATE TABLE run_verify (
+        run_id      TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        green       TEXT,
+        verifying   TEXT,
+        quarantine  TEXT,
+        updated_at  INTEGER NOT NULL
+    ) STRICT;
+    "#,
 ];
 
 /// The SQL of every migration, oldest first (for tests that build old databases).

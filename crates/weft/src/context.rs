@@ -194,6 +194,11 @@ impl Ctx {
                 prices: settings.spend.prices.clone(),
                 plan: settings.spend.budget,
             },
+            verify: weft_engine::VerifyConfig {
+                commands: settings.verify.commands.clone(),
+                batch: settings.verify.batch.map(|n| n as usize),
+                gate: settings.verify.gate,
+            },
         })
     }
 

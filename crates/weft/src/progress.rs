@@ -210,6 +210,12 @@ impl Lines {
             EventKind::BudgetReached { limit, spent, .. } => format!(
                 "budget reached: the plan has spent {spent} ({limit}); no new task starts, running tasks finish (raise the budget and run `weft run` to continue)"
             ),
+            EventKind::VerificationStarted { .. }
+            | EventKind::VerificationPassed { .. }
+            | EventKind::VerificationFailed { .. }
+            | EventKind::VerificationFlaky { .. }
+            | EventKind::BisectStep { .. }
+            | EventKind::TaskQuarantined { .. } => crate::render::describe_event(&event.event),
             EventKind::RunEnded { status, totals } => {
                 let status = status.as_str();
                 match totals {

@@ -625,6 +625,18 @@ fn describe_landing(landing: &weft_core::Landing) -> String {
     }
 }
 
+/// Why a verification ran, in words.
+fn verify_purpose(purpose: &str) -> &str {
+    match purpose {
+        "landed" => "after landings",
+        "repeat" => "once more, after a failure",
+        "bisect" => "bisecting",
+        "alone" => "the culprit alone on the last green tip",
+        "by_hand" => "weft verify",
+        other => other,
+    }
+}
+
 /// What happened, in a few words. Exhaustive: a new kind must say how it reads.
 pub fn describe_event(kind: &weft_core::EventKind) -> String {
     use weft_core::EventKind as E;
@@ -706,6 +718,81 @@ pub fn describe_event(kind: &weft_core::EventKind) -> String {
                     "spent"
                 }
             )
+        }
+        E::VerificationStarted { tip, purpose, .. } => {
+            format!("verifying {} ({})", cut(tip, 12), verify_purpose(purpose))
+        }
+        E::VerificationPassed {
+            tip, duration_ms, ..
+        } => format!(
+            "verification passed on {} in {:.1} s: a green tip",
+            cut(tip, 12),
+            *duration_ms as f64 / 1000.0
+        ),
+        E::VerificationFailed {
+            tip,
+            purpose,
+            command,
+            exit_code,
+            ..
+        } => format!(
+            "verification failed on {} ({}): `{}` {}",
+            cut(tip, 12),
+            verify_purpose(purpose),
+            cut(command, 60),
+            match exit_code {
+                Some(code) => format!("exited {code}"),
+                None => "did not finish".into(),
+            }
+        ),
+        E::VerificationFlaky { tip, command } => format!(
+            "verification is flaky on {}: `{}` passed once and failed once; nobody is blamed",
+            cut(tip, 12),
+            cut(command, 60)
+        ),
+        E::BisectStep {
+            tip,
+            landing,
+            of,
+            task,
+            passed,
+            runs,
+        } => format!(
+            "bisect step {runs}: the tip after landing {landing} of {of}{} ({}) {}",
+            task.as_deref()
+                .map(|t| format!(" ({t:?})"))
+                .unwrap_or_default(),
+            cut(tip, 12),
+            if *passed { "passes" } else { "fails" }
+        ),
+        E::TaskQuarantined {
+            order,
+            title,
+            broke,
+            rebuilt,
+            only_in_combination,
+            bisect_runs,
+            requeued,
+            conflicted,
+            ..
+        } => {
+            let mut line = format!(
+                "quarantined #{order} {}: its landing broke verification at {}{} (found in {bisect_runs} bisect run(s)); the integration branch was rebuilt without it at {}",
+                cut(title, 60),
+                cut(broke, 12),
+                match only_in_combination {
+                    Some(true) => ", only in combination with the landings before it",
+                    _ => "",
+                },
+                cut(rebuilt, 12)
+            );
+            if !requeued.is_empty() {
+                line.push_str(&format!("; runs again: {}", list(requeued)));
+            }
+            if !conflicted.is_empty() {
+                line.push_str(&format!("; conflicted without it: {}", list(conflicted)));
+            }
+            line
         }
         E::AttemptStarted {
             number,

@@ -259,6 +259,28 @@ pub const PRICES: Key<Vec<(String, weft_core::spend::Price)>> = Key {
     parse: prices,
 };
 
+pub const VERIFY: Key<Vec<String>> = Key {
+    name: "verify",
+    env: "WEFT_VERIFY",
+    default: "",
+    about: "commands run in the run's integration checkout after landings, each with sh -c (one command, or a TOML list / JSON array of them); a failure is run once more, then bisected among the landings since the last green tip and the culprit quarantined",
+    parse: commands,
+};
+pub const VERIFY_BATCH: Key<Option<u32>> = Key {
+    name: "verify_batch",
+    env: "WEFT_VERIFY_BATCH",
+    default: "",
+    about: "when `verify` runs: empty, whenever the landing queue has emptied; N, after every N landings (1: after each); always before the run ends",
+    parse: verify_batch,
+};
+pub const VERIFY_GATE: Key<bool> = Key {
+    name: "verify_gate",
+    env: "WEFT_VERIFY_GATE",
+    default: "true",
+    about: "with `verify` set, a landed task counts as met for its dependents only once a verification of a tip holding it passed",
+    parse: boolean,
+};
+
 /// Every key, in the order `weft config` hints list them.
 pub static KEYS: &[&dyn Described] = &[
     &RUNNER,
@@ -290,6 +312,9 @@ pub static KEYS: &[&dyn Described] = &[
     &BUDGET_USD,
     &BUDGET_TOKENS,
     &PRICES,
+    &VERIFY,
+    &VERIFY_BATCH,
+    &VERIFY_GATE,
 ];
 
 fn budget_usd(value: &str) -> Result<Option<f64>, String> {
@@ -333,6 +358,30 @@ fn optional(value: &str) -> Result<Option<String>, String> {
     Ok(Some(value.trim())
         .filter(|v| !v.is_empty())
         .map(str::to_owned))
+}
+
+/// Shell commands: a JSON array of strings (a TOML list arrives as one), else the whole
+/// text as one command (commas and all); blank ones dropped.
+fn commands(value: &str) -> Result<Vec<String>, String> {
+    let trimmed = value.trim();
+    let all: Vec<String> = if trimmed.starts_with('[') {
+        serde_json::from_str::<Vec<String>>(trimmed)
+            .map_err(|e| format!("is not a list of commands: {e}"))?
+    } else {
+        vec![trimmed.to_owned()]
+    };
+    Ok(all
+        .into_iter()
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+        .collect())
+}
+
+fn verify_batch(value: &str) -> Result<Option<u32>, String> {
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    whole_number(value, 1, 10_000, "").map(Some)
 }
 
 /// Comma-separated entries, blanks dropped (a TOML list arrives joined by commas).
@@ -578,6 +627,16 @@ pub struct SpendSettings {
     pub budget: weft_core::spend::Budget,
 }
 
+/// How the run's integration tip is verified (issue 15).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySettings {
+    /// Empty: no verification.
+    pub commands: Vec<String>,
+    /// `None`: whenever the landing queue has emptied; `Some(n)`: after every n landings.
+    pub batch: Option<u32>,
+    pub gate: bool,
+}
+
 /// Every setting, resolved once.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -589,6 +648,7 @@ pub struct Settings {
     pub approvals: ApprovalSettings,
     pub notify: NotifySettings,
     pub spend: SpendSettings,
+    pub verify: VerifySettings,
     /// Each setting's text and source, for `weft config`.
     shown: BTreeMap<&'static str, (String, Source)>,
 }
@@ -735,6 +795,11 @@ impl Settings {
                 tokens: r.get(&BUDGET_TOKENS)?,
             },
             prices: weft_core::spend::PriceTable::default().with_overrides(r.get(&PRICES)?),
+};
+        let verify = VerifySettings {
+            commands: r.get(&VERIFY)?,
+            batch: r.get(&VERIFY_BATCH)?,
+            gate: r.get(&VERIFY_GATE)?,
         };
         debug_assert_eq!(r.shown.len(), KEYS.len(), "every key is resolved");
         Ok(Settings {
@@ -746,6 +811,7 @@ impl Settings {
             approvals,
             notify,
             spend,
+            verify,
             shown: r.shown,
         })
     }
@@ -851,6 +917,18 @@ fn read_file(path: &Path) -> Result<BTreeMap<String, String>, CliError> {
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
             toml::Value::Float(f) => f.to_string(),
+            // Commands may hold commas: the list is kept whole, as JSON.
+            toml::Value::Array(items)
+                if name == VERIFY.name && items.iter().all(toml::Value::is_str) =>
+            {
+                serde_json::to_string(
+                    &items
+                        .iter()
+                        .filter_map(toml::Value::as_str)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap_or_default()
+            }
             toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => items
                 .iter()
                 .filter_map(toml::Value::as_str)

@@ -74,18 +74,25 @@ pub(crate) enum Outcome {
     /// The integration ref is not where weft recorded it: nothing lands until it is put
     /// back; the attempt stays journaled, so the next run lands it.
     Foreign(Foreign),
+    /// The attempt was cut from a tip the integration branch no longer holds (a
+    /// verification's quarantine rebuilt it without a landing that tip held): it is not
+    /// landed as is, its task runs again from the rebuilt tip.
+    Stale(String),
 }
 
 /// Land one attempt's work: the integration ref must be at the tip weft recorded; its
 /// executor commits what it left (after the worktree guard), its changes must add no
 /// symlink pointing outside (unless `allow_links`), then it is merged onto the
 /// integration branch. A landed (or empty) attempt's folder is removed unless `keep`.
+/// With `stale_check` (a run that verifies), an attempt cut from a tip the branch no
+/// longer holds is [`Outcome::Stale`].
 pub(crate) fn land(
     iso: &Isolation,
     executor: &dyn Executor,
     waiting: &Waiting,
     keep: bool,
     allow_links: bool,
+    stale_check: bool,
 ) -> Outcome {
     let Waiting {
         task,
@@ -97,6 +104,22 @@ pub(crate) fn land(
         Ok(expected) => expected,
         Err(foreign) => return Outcome::Foreign(foreign),
     };
+    if stale_check {
+        for part in &cut.parts {
+            let repo = &iso.slots[part.slot].repo;
+            let held = repo
+                .is_ancestor(part.cut_from.as_str(), expected[part.slot].as_str())
+                .unwrap_or(true);
+            if !held {
+                executor.discard(cut);
+                return Outcome::Stale(format!(
+                    "Discarded: its attempt started from {}, a tip that held a landing since quarantined for breaking verification; it runs again from the rebuilt integration tip {}.",
+                    part.cut_from.short(),
+                    expected[part.slot].short()
+                ));
+            }
+        }
+    }
     // A repair lands only when no conflict marker is left in the files it had to resolve.
     let markers_left = match repair_files {
         Some(files) => iso

@@ -27,6 +27,7 @@ mod live;
 mod runloop;
 mod settle;
 mod startup;
+mod verify;
 mod view;
 
 use std::time::{SystemTime, UNIX_EPOCH};

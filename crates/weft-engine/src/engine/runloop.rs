@@ -71,6 +71,8 @@ pub(crate) struct RunLoop<'a> {
     pub(super) spent_before: weft_core::spend::Spend,
     /// The plan's budget was reached and `budget_reached` stored, in this run.
     pub(super) budget_announced: bool,
+    /// The run's verification of its integration tip (`verify`).
+    pub(super) verify: super::verify::VerifyState,
 }
 
 impl<'a> RunLoop<'a> {
@@ -169,7 +171,11 @@ impl<'a> RunLoop<'a> {
             announced_waiting: BTreeSet::new(),
             spent_before: weft_core::spend::Spend::default(),
             budget_announced: false,
+            verify: super::verify::VerifyState::default(),
         };
+        let held = run.load_verification()?;
+        run.view
+            .hold_for_verification(held, run.config.verify.gated());
         run.resume()?;
         run.spent_before = super::live::stored_spend(&run.store.attempts_of_plan(&config.plan_id)?);
         Ok(run)
@@ -180,6 +186,8 @@ impl<'a> RunLoop<'a> {
     fn resume(&mut self) -> Result<(), EngineError> {
         self.view.set_status(&mut self.store, PlanStatus::Running)?;
         self.reconcile()?;
+        self.announce_verification()?;
+        self.resume_verification()?;
         self.recover_landings()?;
         self.prepare_tasks()?;
         self.publish()
@@ -238,6 +246,11 @@ impl<'a> RunLoop<'a> {
                 self.start_ready()?;
                 self.publish()?;
                 if self.live.is_empty() {
+                    // Before the run can end, the last landings are verified (which may
+                    // release dependents the gate held).
+                    if self.verify_if_due(true)? {
+                        continue;
+                    }
                     if self.nothing_left()? {
                         break;
                     }
@@ -452,6 +465,7 @@ impl<'a> RunLoop<'a> {
             }
         }
         self.land_waiting()?;
+        reschedule |= self.verify_if_due(false)?;
         Ok(Some(reschedule))
     }
 

@@ -160,7 +160,15 @@ impl RunLoop<'_> {
             }
             let keep = self.config.isolation.keep_worktrees;
             let allow_links = self.config.isolation.allow_outside_symlinks;
-            let outcome = landing::land(iso, self.executor.as_ref(), &waiting, keep, allow_links);
+            let stale_check = self.config.verify.enabled();
+            let outcome = landing::land(
+                iso,
+                self.executor.as_ref(),
+                &waiting,
+                keep,
+                allow_links,
+                stale_check,
+            );
             crate::failpoint::hit("landing_ref_moved");
             let landed = match outcome {
                 Outcome::Landing(landed) => landed,
@@ -171,6 +179,17 @@ impl RunLoop<'_> {
                     );
                     self.landings.refused = Some(foreign);
                     self.refuse_landings(text)?;
+                    continue;
+                }
+                Outcome::Stale(why) => {
+                    let attempt = match waiting.then {
+                        Then::Finish(ended) => Attempt {
+                            verdict: Some(ended.result.verdict.clone()),
+                            ..ended.live.attempt.clone()
+                        },
+                        Then::Recovered(attempt) => *attempt,
+                    };
+                    self.record_discarded(&waiting.task.id, attempt, &why)?;
                     continue;
                 }
                 Outcome::Failed(reason) => {
@@ -272,6 +291,12 @@ impl RunLoop<'_> {
             duration_ms,
         };
         self.store.save_attempt(&attempt, finished, now())?;
+        if task_status == TaskStatus::Completed
+            && matches!(attempt.landing, Some(Landing::Landed { .. }))
+        {
+            self.view.hold(&attempt.task_id);
+            self.verify.landed = true;
+        }
         let update = TaskUpdate {
             status: Some(task_status),
             verdict: Some(Some(verdict.clone())),
@@ -370,6 +395,10 @@ impl RunLoop<'_> {
         landing: Landing,
     ) -> Result<(), EngineError> {
         let (_, status) = settle(VerdictOutcome::Pass, Some(&landing), None);
+        if matches!(landing, Landing::Landed { .. }) {
+            self.view.hold(&task.id);
+            self.verify.landed = true;
+        }
         self.store.save_attempt(
             &Attempt {
                 landing: Some(landing.clone()),

@@ -13,7 +13,7 @@
 //! Threads: owned by the loop's thread. Bounds: one copy of the plan, one index and one
 //! [`Frontier`] (a few words per task and dependency).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use weft_core::event::{Event, EventKind};
 use weft_core::schedule::{Frontier, stopped_by_failure};
@@ -24,9 +24,11 @@ use super::now;
 use crate::control::releasable;
 use crate::error::EngineError;
 
-/// A completed task counts as met: isolated tasks are completed only once landed.
-fn landed(task: &Task) -> bool {
-    task.status == TaskStatus::Completed
+/// A completed task counts as met: isolated tasks are completed only once landed; with
+/// `verify_gate`, only once a green tip holds its landing too (`held`: the tasks whose
+/// landing no green tip holds yet).
+fn met(task: &Task, held: &HashSet<String>) -> bool {
+    task.status == TaskStatus::Completed && !held.contains(&task.id)
 }
 
 pub(crate) struct PlanView {
@@ -37,6 +39,9 @@ pub(crate) struct PlanView {
     revision: u64,
     /// How many tasks are blocked (a pass can release them only then).
     blocked: usize,
+    /// `verify_gate`: landed tasks no green tip holds yet (not met for their dependents).
+    held: HashSet<String>,
+    gated: bool,
 }
 
 impl PlanView {
@@ -50,7 +55,8 @@ impl PlanView {
             .rev()
             .map(|(i, t)| (t.id.clone(), i))
             .collect();
-        let frontier = Frontier::new(&plan, &landed);
+        let held = HashSet::new();
+        let frontier = Frontier::new(&plan, &|t| met(t, &held));
         let blocked = plan
             .tasks
             .iter()
@@ -62,7 +68,38 @@ impl PlanView {
             frontier,
             revision,
             blocked,
+            held,
+            gated: false,
         })
+    }
+
+    /// `verify_gate`: `held` (landed, no green tip holds them) are not met until
+    /// [`PlanView::verified_all`]; with `gated`, every task landed from now on is held too.
+    pub fn hold_for_verification(&mut self, held: HashSet<String>, gated: bool) {
+        self.gated = gated;
+        self.held = held;
+        let held = &self.held;
+        self.frontier = Frontier::new(&self.plan, &|t| met(t, held));
+    }
+
+    /// With the gate: the task just landed is not met until a green tip holds it (call
+    /// before storing it completed).
+    pub fn hold(&mut self, id: &str) {
+        if self.gated {
+            self.held.insert(id.to_owned());
+        }
+    }
+
+    /// A verification passed on the tip that holds every landing so far: each held task
+    /// is met now.
+    pub fn verified_all(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        for id in held {
+            if let Some(index) = self.index(&id) {
+                let empty = &self.held;
+                self.frontier.update(&self.plan, index, &|t| met(t, empty));
+            }
+        }
     }
 
     pub fn plan(&self) -> &Plan {
@@ -81,7 +118,9 @@ impl PlanView {
     /// revision moved past the loop's own writes.
     pub fn refresh(&mut self, store: &Store) -> Result<(), EngineError> {
         if store.plan_revision(&self.plan.id)? != self.revision {
+            let (held, gated) = (std::mem::take(&mut self.held), self.gated);
             *self = PlanView::load(store, &self.plan.id)?;
+            self.hold_for_verification(held, gated);
         }
         Ok(())
     }
@@ -164,7 +203,8 @@ impl PlanView {
         }
         let is_blocked = task.status == TaskStatus::Blocked;
         self.blocked = self.blocked + usize::from(is_blocked) - usize::from(was_blocked);
-        self.frontier.update(&self.plan, index, &landed);
+        let held = &self.held;
+        self.frontier.update(&self.plan, index, &|t| met(t, held));
     }
 
     /// Tasks to start now, in plan order (see `weft_core::schedule::next_to_start`).

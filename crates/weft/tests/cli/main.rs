@@ -29,3 +29,4 @@ mod store_errors;
 mod task;
 mod terminal;
 mod tui;
+mod verify;

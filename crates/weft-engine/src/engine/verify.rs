@@ -1,0 +1,789 @@
+//! Verifying the integration tip (issue 15 §1): the run's `verify` commands on the tip
+//! after landings; on a failure, the same tip once more, then a bisect among the
+//! landings since the last green tip, then the culprit quarantined.
+//!
+//! Contract:
+//!
+//! - **When**: with `verify` set in an isolated single-repository run, whenever the
+//!   landing queue has emptied (`verify_batch` unset) or once `verify_batch` landings
+//!   are past the last green tip, and always before the run ends (when nothing is
+//!   running). Never while an ops task uses the integration checkout, never while the
+//!   run is stopping.
+//! - **Where**: the run's integration checkout, detached at the tip being verified (an
+//!   existing commit: every landing is a merge commit on the integration branch, so the
+//!   tip after landing `k` is that commit; the "alone" tip is built as objects by
+//!   merge-tree). Each command runs with `sh -c` under the same supervisor, containment
+//!   and bounds as a task's checks; its output goes to the run's log folder
+//!   (`verify-<id>.check-<n>.log`), its tail into the events.
+//! - **Green**: a tip whose every command passed, or whose two runs disagreed (flaky:
+//!   reported, nobody blamed). It is stored per run (`Store::update_verify`); with
+//!   `verify_gate`, a landed task counts as met for its dependents only from then on.
+//! - **Red twice**: [`weft_core::bisect::next_step`] names the tips to verify among the
+//!   landings since the last green tip (the run's base before the first green one), at
+//!   most ⌈log2 N⌉ runs; the culprit's landing is then verified alone on the tip before
+//!   it ("fails only in combination" when that passes: the later landing is taken out).
+//! - **Quarantine**: the integration branch is rebuilt without the culprit's landing and
+//!   without each later landing whose attempt was cut from a tip holding it
+//!   ([`weft_git::Repo::rebuild_without_recorded`]: merge-tree, no checkout, one atomic
+//!   compare-and-swap of the integration ref and weft's record of it); a landing that no
+//!   longer applies is taken out too and its task becomes `conflicted`. The culprit is
+//!   `failed` with a verdict that quotes the failing command and its output tail and
+//!   names the tip it broke; its dependents are blocked; the tasks whose attempts started
+//!   from a tip holding it go back to pending with a verdict saying why, and so does a
+//!   passed attempt cut from such a tip that had not landed yet (see `landing::land`).
+//!   The rebuilt tip is then verified like any other.
+//!
+//! Threads: runs on the loop's thread; while it runs nothing starts or lands (the tip
+//! must hold still), running attempts go on and their ends are handled after it.
+//! Bounds: one verification at a time, each command bounded like a check (timeout,
+//! log cap, tail); at most ⌈log2 N⌉ + 3 verifications per red tip; at most
+//! [`MAX_ROUNDS`] quarantines per call.
+//!
+//! Crash safety: the integration ref only moves in the rebuild, together with
+//! `refs/weft/<run>/tip`. A quarantine is journaled in the store before the ref moves and
+//! the journal is cleared only after the tasks' new statuses are stored; a later engine
+//! finishes a journaled quarantine ([`RunLoop::resume_verification`]: a rebuild already
+//! done is recognised), and verifies the tip again, so a run killed during a bisect or a
+//! rebuild finishes the verification the next time it runs.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use weft_core::bisect::{Step, next_step};
+use weft_core::event::{Event, EventKind};
+use weft_core::{Check, CheckRun, Landing, TaskKind, TaskStatus, Verdict, VerdictOutcome};
+use weft_git::{Oid, Rebuild, Repo};
+use weft_store::{TaskUpdate, VerifyUpdate};
+
+use super::runloop::RunLoop;
+use super::{now, random_hex16};
+use crate::attempt::{CheckPlan, run_checks};
+use crate::error::EngineError;
+use crate::isolation::git_error;
+
+/// Most quarantines one verification call carries out before it lets the loop go on.
+const MAX_ROUNDS: usize = 16;
+
+/// Characters of a failing command's output a quarantine verdict quotes.
+const VERDICT_TAIL: usize = 2000;
+
+/// What the loop keeps of its run's verification.
+#[derive(Debug, Default)]
+pub(crate) struct VerifyState {
+    /// The last green tip (`None`: none yet; the run's base is then the starting point).
+    pub green: Option<Oid>,
+    /// The run's base commit.
+    pub base: Option<Oid>,
+    /// Said once: why this run does not verify although `verify` is set.
+    pub not_here: Option<String>,
+    /// A red tip nothing could be quarantined for: not verified again in this run.
+    pub stuck: Option<Oid>,
+    /// Something landed since the last look.
+    pub landed: bool,
+}
+
+/// A quarantine in progress, as journaled in the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Journal {
+    culprit: String,
+    /// Landing commits to take out: the culprit's, and those cut from a tip holding it.
+    drop: Vec<String>,
+    /// The tip before the culprit's landing (it passed).
+    green: String,
+    broke: String,
+    command: String,
+    output_tail: String,
+    only_in_combination: Option<bool>,
+    bisect_runs: u32,
+    landings: usize,
+    requeued: Vec<String>,
+    conflicted: Vec<(String, Vec<String>)>,
+}
+
+/// How one verification went.
+struct Verified {
+    passed: bool,
+    failed: Option<CheckRun>,
+}
+
+impl RunLoop<'_> {
+    /// The repository of a run that verifies (isolated, one repository, `verify` set).
+    fn verify_repo(&self) -> Option<Repo> {
+        if !self.config.verify.enabled() || self.verify.not_here.is_some() {
+            return None;
+        }
+        let iso = self.isolation.as_deref()?;
+        Some(iso.slots[0].repo.clone())
+    }
+
+    /// At the start of a run: read the green tip, say why this run cannot verify, and
+    /// the tasks the gate holds back (landed in this run, not under a green tip).
+    pub(super) fn load_verification(&mut self) -> Result<HashSet<String>, EngineError> {
+        if !self.config.verify.enabled() {
+            return Ok(HashSet::new());
+        }
+        let Some(iso) = self.isolation.as_deref() else {
+            self.verify.not_here = Some(
+                "`verify` is set but this run is not isolated: there is no integration tip to verify, so it does not run".into(),
+            );
+            return Ok(HashSet::new());
+        };
+        if iso.is_group() {
+            self.verify.not_here = Some(
+                "`verify` is set but this is a multi-repo run: verifying, bisecting and quarantining need one repository, so it does not run".into(),
+            );
+            return Ok(HashSet::new());
+        }
+        let repo = iso.slots[0].repo.clone();
+        let state = self.store.verify_state(&self.run_id)?;
+        self.verify.green = state.green.as_deref().and_then(Oid::parse);
+        let run = self.store.run(&self.run_id)?;
+        self.verify.base = run
+            .and_then(|r| r.base_ref)
+            .and_then(|b| repo.rev_parse(&b).ok().flatten());
+        let tip = iso.recorded_tips()?.remove(0);
+        if !self.config.verify.gated() || self.verify.green.as_ref() == Some(&tip) {
+            return Ok(HashSet::new());
+        }
+        // Landed in this run and not under the green tip: held until a green tip holds it.
+        let mut held = HashSet::new();
+        for attempt in self.store.attempts_of_plan(self.plan_id())? {
+            let Some(Landing::Landed { merge }) = &attempt.landing else {
+                continue;
+            };
+            if attempt.run_id != self.run_id {
+                continue;
+            }
+            let covered = match &self.verify.green {
+                Some(green) => repo.is_ancestor(merge, green.as_str()).unwrap_or(false),
+                None => false,
+            };
+            if !covered {
+                held.insert(attempt.task_id.clone());
+            }
+        }
+        Ok(held)
+    }
+
+    /// Say once why `verify` does not run here.
+    pub(super) fn announce_verification(&mut self) -> Result<(), EngineError> {
+        if let Some(text) = self.verify.not_here.clone() {
+            let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
+            self.store
+                .record_event(Some(&self.config.plan_id), event, now())?;
+        }
+        Ok(())
+    }
+
+    /// Finish a quarantine a dead engine journaled.
+    pub(super) fn resume_verification(&mut self) -> Result<(), EngineError> {
+        if self.verify_repo().is_none() {
+            return Ok(());
+        }
+        let state = self.store.verify_state(&self.run_id)?;
+        if let Some(text) = state.quarantine
+            && let Ok(journal) = serde_json::from_str::<Journal>(&text)
+        {
+            self.finish_quarantine(journal)?;
+        }
+        Ok(())
+    }
+
+    /// Verify the integration tip if it is due (see the module's contract); `idle`:
+    /// nothing is running, so the run would otherwise end. True when it verified.
+    pub(super) fn verify_if_due(&mut self, idle: bool) -> Result<bool, EngineError> {
+        let Some(repo) = self.verify_repo() else {
+            return Ok(false);
+        };
+        if self.stopping || self.landings.refused.is_some() {
+            return Ok(false);
+        }
+        if !idle && !self.verify.landed {
+            return Ok(false);
+        }
+        // The integration checkout is the ops tasks' too.
+        let ops_live = self.live.values().any(|l| l.task.kind == TaskKind::Ops);
+        if ops_live {
+            return Ok(false);
+        }
+        self.verify.landed = false;
+        let mut verified = false;
+        for _ in 0..MAX_ROUNDS {
+            let tip = self.recorded_tip()?;
+            if [&self.verify.green, &self.verify.base, &self.verify.stuck]
+                .iter()
+                .any(|known| known.as_ref() == Some(&tip))
+            {
+                break;
+            }
+            let due = idle
+                || match self.config.verify.batch {
+                    None => true,
+                    Some(n) => {
+                        let from = self.last_green().unwrap_or_else(|| tip.clone());
+                        let since = repo.first_parents_between(&from, &tip).map_err(git_error)?;
+                        since.len() >= n
+                    }
+                };
+            if !due {
+                break;
+            }
+            verified = true;
+            if !self.verify_tip_fully(&repo, &tip)? {
+                break;
+            }
+        }
+        Ok(verified)
+    }
+
+    /// The last green tip, else the run's base.
+    fn last_green(&self) -> Option<Oid> {
+        self.verify
+            .green
+            .clone()
+            .or_else(|| self.verify.base.clone())
+    }
+
+    fn recorded_tip(&self) -> Result<Oid, EngineError> {
+        let iso = self.isolation.as_deref().ok_or_else(|| EngineError::Io {
+            path: self.config.workspace.display().to_string(),
+            error: std::io::Error::other("not isolated"),
+        })?;
+        Ok(iso.recorded_tips()?.remove(0))
+    }
+
+    /// Verify `tip`; on a failure, again; then bisect and quarantine. True when a
+    /// quarantine moved the tip (to be verified next).
+    fn verify_tip_fully(&mut self, repo: &Repo, tip: &Oid) -> Result<bool, EngineError> {
+        let first = self.verify_once(tip, "landed")?;
+        if first.passed {
+            self.turn_green(tip)?;
+            return Ok(false);
+        }
+        let again = self.verify_once(tip, "repeat")?;
+        if again.passed {
+            let command = first.failed.map(|f| f.command).unwrap_or_default();
+            let flaky = EventKind::VerificationFlaky {
+                tip: tip.as_str().to_owned(),
+                command,
+            };
+            self.record_run_event(flaky)?;
+            self.turn_green(tip)?;
+            return Ok(false);
+        }
+        let red = again.failed.or(first.failed).unwrap_or(CheckRun {
+            command: String::new(),
+            exit_code: None,
+            output_tail: String::new(),
+        });
+        let Some(from) = self.last_green() else {
+            self.verify.stuck = Some(tip.clone());
+            return Ok(false);
+        };
+        let landings = repo.first_parents_between(&from, tip).map_err(git_error)?;
+        if landings.is_empty() {
+            self.verify.stuck = Some(tip.clone());
+            return Ok(false);
+        }
+        let n = landings.len();
+        let mut results: Vec<(usize, bool)> = Vec::new();
+        let mut failures: Vec<(usize, CheckRun)> = vec![(n, red)];
+        let culprit = loop {
+            match next_step(n, &results) {
+                Step::Culprit(k) => break k,
+                Step::Verify(i) => {
+                    crate::failpoint::hit("bisect_step");
+                    let at = &landings[i - 1];
+                    let outcome = self.verify_once(at, "bisect")?;
+                    results.push((i, outcome.passed));
+                    if let Some(failed) = outcome.failed {
+                        failures.push((i, failed));
+                    }
+                    let step = EventKind::BisectStep {
+                        tip: at.as_str().to_owned(),
+                        landing: i,
+                        of: n,
+                        task: self.task_of_landing(at)?.map(|(task, _)| task),
+                        passed: outcome.passed,
+                        runs: results.len() as u32,
+                    };
+                    self.record_run_event(step)?;
+                }
+            }
+        };
+        let bisect_runs = results.len() as u32;
+        let broke = landings[culprit - 1].clone();
+        let failure = failures
+            .into_iter()
+            .find(|(i, _)| *i == culprit)
+            .map(|(_, f)| f)
+            .unwrap_or(CheckRun {
+                command: String::new(),
+                exit_code: None,
+                output_tail: String::new(),
+            });
+        let before = if culprit == 1 {
+            from.clone()
+        } else {
+            landings[culprit - 2].clone()
+        };
+        let Some((task_id, _)) = self.task_of_landing(&broke)? else {
+            let text = format!(
+                "verification fails from {} on, which is no task's landing: nothing is quarantined, and nothing new starts",
+                broke.short()
+            );
+            self.record_run_event(EventKind::Notice { text })?;
+            self.halted = true;
+            self.verify.stuck = Some(tip.clone());
+            return Ok(false);
+        };
+        // Does the culprit's landing fail alone, on the tip before the landings it came
+        // after? One verification of a tip built as objects.
+        let only_in_combination = if culprit == 1 {
+            Some(false)
+        } else {
+            let others: Vec<Oid> = landings[..culprit - 1].to_vec();
+            match repo.compose_without(&broke, &others).map_err(git_error)? {
+                Rebuild::Rebuilt { new_tip, .. } => {
+                    Some(self.verify_once(&new_tip, "alone")?.passed)
+                }
+                _ => None,
+            }
+        };
+        // Later landings whose attempts were cut from a tip holding the culprit go too.
+        let mut drop = vec![broke.as_str().to_owned()];
+        let mut requeued = Vec::new();
+        for later in &landings[culprit..] {
+            if let Some((task, cut_from)) = self.task_of_landing(later)?
+                && let Some(cut_from) = cut_from
+                && repo.is_ancestor(broke.as_str(), &cut_from).unwrap_or(false)
+            {
+                drop.push(later.as_str().to_owned());
+                requeued.push(task);
+            }
+        }
+        let journal = Journal {
+            culprit: task_id,
+            drop,
+            green: before.as_str().to_owned(),
+            broke: broke.as_str().to_owned(),
+            command: failure.command,
+            output_tail: failure.output_tail,
+            only_in_combination,
+            bisect_runs,
+            landings: n,
+            requeued,
+            conflicted: Vec::new(),
+        };
+        self.journal(Some(&journal))?;
+        crate::failpoint::hit("quarantine_journaled");
+        self.finish_quarantine(journal)?;
+        Ok(true)
+    }
+
+    /// Store (or clear) the quarantine journal.
+    fn journal(&mut self, journal: Option<&Journal>) -> Result<(), EngineError> {
+        let text = journal.map(|j| serde_json::to_string(j).unwrap_or_default());
+        let update = VerifyUpdate {
+            quarantine: Some(text),
+            ..VerifyUpdate::default()
+        };
+        self.store
+            .update_verify(&self.run_id, &self.config.plan_id, &update, None, now())?;
+        Ok(())
+    }
+
+    /// Rebuild the integration branch without the journal's landings, then store what
+    /// that means for the tasks; idempotent (a rebuild already done is recognised).
+    fn finish_quarantine(&mut self, mut journal: Journal) -> Result<(), EngineError> {
+        let Some(iso) = self.isolation.clone() else {
+            return Ok(());
+        };
+        let repo = iso.slots[0].repo.clone();
+        let reference = iso.integration_ref();
+        let record = iso.record_ref();
+        let rebuilt = loop {
+            let drop: Vec<Oid> = journal.drop.iter().filter_map(|d| Oid::parse(d)).collect();
+            match repo
+                .rebuild_without_recorded(&reference, &record, &drop)
+                .map_err(git_error)?
+            {
+                Rebuild::Rebuilt {
+                    new_tip, reapplied, ..
+                } => {
+                    carry_evidence(&repo, &reapplied);
+                    break new_tip;
+                }
+                // Done before a crash: the tip is the rebuilt one.
+                Rebuild::NotOnBranch { .. } => break iso.recorded_tips()?.remove(0),
+                Rebuild::NoLongerApplies { commit, files, .. } => {
+                    let task = self.task_of_landing(&commit)?.map(|(t, _)| t);
+                    journal.drop.push(commit.as_str().to_owned());
+                    if let Some(task) = task {
+                        journal.conflicted.push((task, files));
+                    }
+                    if journal.drop.len() > 4 * MAX_ROUNDS {
+                        break iso.recorded_tips()?.remove(0);
+                    }
+                    self.journal(Some(&journal))?;
+                }
+            }
+        };
+        crate::failpoint::hit("quarantine_rebuilt");
+        self.settle_quarantine(&journal, &rebuilt)?;
+        let update = VerifyUpdate {
+            green: Some(Some(journal.green.clone())),
+            quarantine: Some(None),
+            ..VerifyUpdate::default()
+        };
+        self.store
+            .update_verify(&self.run_id, &self.config.plan_id, &update, None, now())?;
+        self.verify.green = Oid::parse(&journal.green);
+        // Taken out last, the tip is the green one again: what it holds is met.
+        if self.verify.green.as_ref() == Some(&rebuilt) {
+            self.view.verified_all();
+        }
+        Ok(())
+    }
+
+    /// The culprit failed (its dependents blocked), the tainted tasks pending again, the
+    /// landings that no longer apply conflicted.
+    fn settle_quarantine(&mut self, journal: &Journal, rebuilt: &Oid) -> Result<(), EngineError> {
+        let Some(task) = self.view.task(&journal.culprit).cloned() else {
+            return Ok(());
+        };
+        let short = |t: &str| t.get(..12).unwrap_or(t).to_owned();
+        let tail = weft_core::tail_chars(&journal.output_tail, VERDICT_TAIL);
+        let combination = match journal.only_in_combination {
+            Some(true) => {
+                " It fails only in combination: its landing alone on the tip before the other landings passes, so the later of the two (this one) was taken out."
+            }
+            Some(false) => " Its landing fails verification on its own.",
+            None => "",
+        };
+        let reason = format!(
+            "Failed: quarantined: its landing broke verification. `{}` failed on the integration tip {} (the first tip that fails; found among {} landing(s) in {} bisect verification(s)).{combination} The integration branch was rebuilt without it at {}. Output tail:\n{tail}",
+            journal.command,
+            short(&journal.broke),
+            journal.landings,
+            journal.bisect_runs,
+            short(rebuilt.as_str()),
+        );
+        let mut verdict = task.verdict.clone().unwrap_or(Verdict {
+            outcome: VerdictOutcome::Fail,
+            reason: String::new(),
+            checks: Vec::new(),
+            decided_at: now(),
+        });
+        verdict.outcome = VerdictOutcome::Fail;
+        verdict.reason = reason.clone();
+        verdict.decided_at = now();
+        verdict.checks.push(Check {
+            name: format!("verify:{}", journal.command),
+            passed: false,
+            skipped: false,
+            detail: tail.clone(),
+        });
+        let requeued_names: Vec<String> = journal.requeued.clone();
+        let conflicted_names: Vec<String> =
+            journal.conflicted.iter().map(|(t, _)| t.clone()).collect();
+        if task.status != TaskStatus::Failed {
+            let update = TaskUpdate {
+                status: Some(TaskStatus::Failed),
+                verdict: Some(Some(verdict)),
+                ..TaskUpdate::default()
+            };
+            let event = Event::new(EventKind::TaskQuarantined {
+                order: task.order,
+                title: task.title.clone(),
+                broke: journal.broke.clone(),
+                rebuilt: rebuilt.as_str().to_owned(),
+                command: journal.command.clone(),
+                output_tail: tail,
+                only_in_combination: journal.only_in_combination,
+                bisect_runs: journal.bisect_runs,
+                requeued: requeued_names,
+                conflicted: conflicted_names,
+            })
+            .run(&self.run_id);
+            self.view
+                .update_task(&mut self.store, &task.id, &update, event)?;
+        }
+        crate::failpoint::hit("quarantine_failed");
+        let requeue: Vec<(String, TaskUpdate)> = journal
+            .requeued
+            .iter()
+            .filter(|id| self.view.task(id).is_some_and(|t| t.status == TaskStatus::Completed))
+            .map(|id| {
+                let why = format!(
+                    "Discarded: its attempt started from a tip that held quarantined task #{} {:?}; it runs again from the rebuilt tip {}.",
+                    task.order,
+                    task.id,
+                    short(rebuilt.as_str())
+                );
+                (id.clone(), pending_with(&why))
+            })
+            .collect();
+        if !requeue.is_empty() {
+            let updates: Vec<(&str, &TaskUpdate)> =
+                requeue.iter().map(|(id, u)| (id.as_str(), u)).collect();
+            let event = Event::new(EventKind::TasksRequeued {
+                tasks: requeue.iter().map(|(id, _)| id.clone()).collect(),
+            })
+            .run(&self.run_id);
+            self.view.update_tasks(&mut self.store, &updates, event)?;
+        }
+        for (id, files) in &journal.conflicted {
+            let Some(other) = self.view.task(id).cloned() else {
+                continue;
+            };
+            if other.status != TaskStatus::Completed {
+                continue;
+            }
+            let why = format!(
+                "Conflicted: its landing no longer applies without quarantined task #{} {:?}: it conflicts in {}; it was taken out of the integration branch too.",
+                task.order,
+                task.id,
+                weft_git::list_paths(files)
+            );
+            let update = TaskUpdate {
+                status: Some(TaskStatus::Conflicted),
+                verdict: Some(Some(Verdict {
+                    outcome: VerdictOutcome::Fail,
+                    reason: why.clone(),
+                    checks: Vec::new(),
+                    decided_at: now(),
+                })),
+                ..TaskUpdate::default()
+            };
+            let event = Event::new(EventKind::TaskFinished {
+                order: other.order,
+                title: other.title.clone(),
+                status: TaskStatus::Conflicted,
+                reason: why,
+                after_restart: false,
+            })
+            .run(&self.run_id);
+            self.view.update_task(&mut self.store, id, &update, event)?;
+            self.after_failure(id)?;
+        }
+        self.after_failure(&task.id)
+    }
+
+    /// The task whose landing is `commit` in this run, and the tip its attempt was cut
+    /// from. A landing a rebuild re-created is a new commit its attempt does not name: it
+    /// is known by its subject (`weft: land task N: …`) and the task's last landing.
+    fn task_of_landing(
+        &self,
+        commit: &Oid,
+    ) -> Result<Option<(String, Option<String>)>, EngineError> {
+        let attempts: Vec<weft_core::Attempt> = self
+            .store
+            .attempts_of_plan(self.plan_id())?
+            .into_iter()
+            .filter(|a| a.run_id == self.run_id)
+            .collect();
+        for attempt in &attempts {
+            if let Some(Landing::Landed { merge }) = &attempt.landing
+                && merge == commit.as_str()
+            {
+                return Ok(Some((attempt.task_id.clone(), attempt.cut_from.clone())));
+            }
+        }
+        let Some(repo) = self.verify_repo() else {
+            return Ok(None);
+        };
+        let subject = repo.subject(commit).map_err(git_error)?;
+        let order = subject
+            .strip_prefix("weft: land task ")
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|n| n.trim().parse::<u32>().ok());
+        let Some(task) = order.and_then(|o| self.view.plan().tasks.iter().find(|t| t.order == o))
+        else {
+            return Ok(None);
+        };
+        let cut_from = attempts
+            .iter()
+            .rev()
+            .filter(|a| a.task_id == task.id)
+            .find(|a| matches!(a.landing, Some(Landing::Landed { .. })))
+            .and_then(|a| a.cut_from.clone());
+        Ok(Some((task.id.clone(), cut_from)))
+    }
+
+    /// `tip` passed: it is the green tip, and every landing it holds is met.
+    fn turn_green(&mut self, tip: &Oid) -> Result<(), EngineError> {
+        let update = VerifyUpdate {
+            green: Some(Some(tip.as_str().to_owned())),
+            ..VerifyUpdate::default()
+        };
+        self.store
+            .update_verify(&self.run_id, &self.config.plan_id, &update, None, now())?;
+        self.verify.green = Some(tip.clone());
+        self.view.verified_all();
+        Ok(())
+    }
+
+    fn record_run_event(&mut self, kind: EventKind) -> Result<(), EngineError> {
+        let event = Event::new(kind).run(&self.run_id);
+        self.store
+            .record_event(Some(&self.config.plan_id), event, now())?;
+        Ok(())
+    }
+
+    /// Run the `verify` commands once on `tip` in the integration checkout, with its
+    /// events (started; passed or failed).
+    fn verify_once(&mut self, tip: &Oid, purpose: &str) -> Result<Verified, EngineError> {
+        let Some(iso) = self.isolation.clone() else {
+            return Ok(Verified {
+                passed: true,
+                failed: None,
+            });
+        };
+        let commands = self.config.verify.commands.clone();
+        let started = EventKind::VerificationStarted {
+            tip: tip.as_str().to_owned(),
+            commands: commands.clone(),
+            purpose: purpose.to_owned(),
+        };
+        let update = VerifyUpdate {
+            verifying: Some(Some(tip.as_str().to_owned())),
+            ..VerifyUpdate::default()
+        };
+        self.store.update_verify(
+            &self.run_id,
+            &self.config.plan_id,
+            &update,
+            Some(Event::new(started).run(&self.run_id)),
+            now(),
+        )?;
+        self.publish()?;
+        let clock = Instant::now();
+        let runs = match iso.integration_checkout_at(std::slice::from_ref(tip)) {
+            Ok(folder) => {
+                let id = format!("verify-{}", random_hex16());
+                let contain = crate::contain::containment(self.config, &id, &folder, None)
+                    .map_err(|detail| EngineError::Refused {
+                        detail: format!("verification cannot be contained: {detail}"),
+                        hint: "check the `confine` setting (`weft config`)".into(),
+                    })?;
+                let plan = CheckPlan {
+                    commands: commands.clone(),
+                    cwd: folder,
+                    log_dir: self.log_dir.clone(),
+                    attempt_id: id,
+                    timeout: self.config.limits.task_timeout,
+                    kill_grace: self.config.limits.kill_grace,
+                    secrets: self.config.supervision.secrets.clone(),
+                    receives_marker: false,
+                    contain,
+                    git_env: Vec::new(),
+                    transcript: None,
+                };
+                run_checks(self.executor.as_ref(), &plan, &commands)
+            }
+            Err(error) => vec![CheckRun {
+                command: commands.first().cloned().unwrap_or_default(),
+                exit_code: None,
+                output_tail: format!(
+                    "the integration checkout could not be moved to the tip: {error}"
+                ),
+            }],
+        };
+        let duration_ms = clock.elapsed().as_millis() as u64;
+        let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
+        let kind = match &failed {
+            None => EventKind::VerificationPassed {
+                tip: tip.as_str().to_owned(),
+                purpose: purpose.to_owned(),
+                duration_ms,
+            },
+            Some(run) => EventKind::VerificationFailed {
+                tip: tip.as_str().to_owned(),
+                purpose: purpose.to_owned(),
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                output_tail: weft_core::tail_chars(&run.output_tail, VERDICT_TAIL),
+                duration_ms,
+            },
+        };
+        let update = VerifyUpdate {
+            verifying: Some(None),
+            ..VerifyUpdate::default()
+        };
+        self.store.update_verify(
+            &self.run_id,
+            &self.config.plan_id,
+            &update,
+            Some(Event::new(kind).run(&self.run_id)),
+            now(),
+        )?;
+        self.publish()?;
+        Ok(Verified {
+            passed: failed.is_none(),
+            failed,
+        })
+    }
+
+    /// A passed attempt cut from a tip the integration branch no longer holds (a
+    /// quarantine took it out): not landed as is; its task runs again.
+    pub(super) fn record_discarded(
+        &mut self,
+        task_id: &str,
+        attempt: weft_core::Attempt,
+        why: &str,
+    ) -> Result<(), EngineError> {
+        let verdict = Verdict {
+            outcome: VerdictOutcome::Fail,
+            reason: why.to_owned(),
+            checks: Vec::new(),
+            decided_at: now(),
+        };
+        let landing = Landing::Conflicted {
+            files: Vec::new(),
+            detail: why.to_owned(),
+        };
+        self.store.save_attempt(
+            &weft_core::Attempt {
+                status: weft_core::AttemptStatus::Failed,
+                verdict: Some(verdict),
+                landing: Some(landing.clone()),
+                ended_at: Some(now()),
+                ..attempt
+            },
+            EventKind::LandingFinished {
+                landing,
+                after_restart: false,
+            },
+            now(),
+        )?;
+        let update = pending_with(why);
+        let event = Event::new(EventKind::TasksRequeued {
+            tasks: vec![task_id.to_owned()],
+        })
+        .run(&self.run_id);
+        self.view
+            .update_task(&mut self.store, task_id, &update, event)
+    }
+}
+
+/// Issue 15 §2's call site: the evidence notes of the landings a rebuild re-created
+/// (`weft_engine::evidence::carry(repo, &[(old, new)])`, the `evidence` work) are carried
+/// over here. That module is not on this branch yet, so nothing is carried: this is the
+/// one place to call it.
+fn carry_evidence(_repo: &Repo, _reapplied: &[(Oid, Oid)]) {}
+
+/// Back to pending, with a verdict that says why.
+fn pending_with(why: &str) -> TaskUpdate {
+    TaskUpdate {
+        status: Some(TaskStatus::Pending),
+        verdict: Some(Some(Verdict {
+            outcome: VerdictOutcome::Fail,
+            reason: why.to_owned(),
+            checks: Vec::new(),
+            decided_at: now(),
+        })),
+        ..TaskUpdate::default()
+    }
+}

@@ -1,0 +1,279 @@
+//! Verifying the integration tip (issue 15 §1): a tip that fails `verify` is run once
+//! more, bisected among the landings since the last green tip, and the culprit is
+//! quarantined (the integration branch rebuilt without it); with `verify_gate` a
+//! dependent starts only from a green tip. Real git, the `exec` runner.
+
+use std::collections::BTreeMap;
+
+use crate::engine::statuses;
+use crate::harness::Weft;
+
+fn git(weft: &Weft, args: &[&str]) -> String {
+    let output = weft
+        .env
+        .command("git")
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn commit_everything(weft: &Weft, message: &str) {
+    git(weft, &["add", "-A"]);
+    git(
+        weft,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+}
+
+/// Every event of the plan, as JSON.
+fn events(weft: &Weft) -> Vec<serde_json::Value> {
+    weft.ok(&["events", "--json", "--all"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_kind<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["event"]["kind"] == kind)
+        .collect()
+}
+
+/// A tiny shell "program": `lib.sh` defines `greet`, every file in `callers/` calls it,
+/// and `verify.sh` runs them all (it fails when a caller calls a function that is gone).
+fn program(weft: &Weft) {
+    weft.write("lib.sh", "greet() { echo hello; }\n");
+    weft.write("callers/a.sh", "greet\n");
+    weft.write(
+        "verify.sh",
+        ". ./lib.sh\nfor f in callers/*.sh; do . \"./$f\" || { echo \"$f failed\"; exit 1; }; done\necho all callers ran\n",
+    );
+}
+
+fn task(id: &str, prompt: &str, deps: &[&str], checks: bool) -> String {
+    let deps: Vec<String> = deps.iter().map(|d| format!("{d:?}")).collect();
+    format!(
+        "[[tasks]]\nid = {id:?}\ntitle = {id:?}\nprompt = '''\n{prompt}\n'''\ndependencies = [{}]\n{}\n",
+        deps.join(", "),
+        if checks {
+            "checks = [\"sh verify.sh\"]"
+        } else {
+            ""
+        }
+    )
+}
+
+fn run_with(weft: &Weft, settings: &[&str], code: i32) -> crate::harness::Run {
+    let mut args = vec!["run"];
+    for setting in settings {
+        args.push("-c");
+        args.push(setting);
+    }
+    let run = weft.run(&args);
+    assert_eq!(run.code, code, "{}", weft.show(&run));
+    run
+}
+
+#[test]
+fn two_tasks_green_alone_that_break_verify_together_get_the_later_one_quarantined() {
+    let weft = Weft::new();
+    program(&weft);
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    // One renames the function (and its one caller); the other adds a caller of the old
+    // name. Each passes its own checks in its own worktree.
+    plan.push_str(&task(
+        "rename",
+        "sed -i 's/greet/welcome/' lib.sh callers/a.sh",
+        &[],
+        true,
+    ));
+    plan.push_str(&task(
+        "caller",
+        "sleep 0.5\nprintf 'greet\\n' > callers/b.sh",
+        &[],
+        true,
+    ));
+    plan.push_str(&task(
+        "uses-caller",
+        "echo uses > uses.txt",
+        &["caller"],
+        false,
+    ));
+    plan.push_str(&task(
+        "uses-rename",
+        "echo after > after.txt",
+        &["rename"],
+        false,
+    ));
+    weft.write("plan.toml", &plan);
+    commit_everything(&weft, "the program");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    run_with(
+        &weft,
+        &["verify=sh verify.sh", "verify_batch=2", "parallel=2"],
+        1,
+    );
+
+    let status = statuses(&weft);
+    let expected: BTreeMap<String, String> = [
+        ("rename", "completed"),
+        ("caller", "failed"),
+        ("uses-caller", "blocked"),
+        ("uses-rename", "completed"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    assert_eq!(status, expected);
+
+    let all = events(&weft);
+    let failed = of_kind(&all, "verification_failed");
+    assert!(failed.len() >= 2, "the red run and its repeat: {failed:?}");
+    let steps = of_kind(&all, "bisect_step");
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["event"]["passed"], true);
+    let quarantined = of_kind(&all, "task_quarantined");
+    assert_eq!(quarantined.len(), 1, "{all:?}");
+    let q = &quarantined[0];
+    assert_eq!(q["task"], "caller");
+    assert_eq!(q["event"]["only_in_combination"], true);
+    assert_eq!(q["event"]["command"], "sh verify.sh");
+
+    // The rebuilt tip's tree is the last green tip plus the other landing: the tree of
+    // the tip after the rename landed (the bisect step that passed).
+    let rebuilt = q["event"]["rebuilt"].as_str().unwrap();
+    let green_tip = steps[0]["event"]["tip"].as_str().unwrap();
+    assert_eq!(
+        git(&weft, &["rev-parse", &format!("{rebuilt}^{{tree}}")]),
+        git(&weft, &["rev-parse", &format!("{green_tip}^{{tree}}")])
+    );
+
+    // The culprit's verdict quotes the command and its output, and names the tip.
+    let json = weft.status_json();
+    let caller = json["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "caller")
+        .unwrap()
+        .clone();
+    let reason = caller["verdict"]["reason"].as_str().unwrap();
+    let broke = q["event"]["broke"].as_str().unwrap();
+    assert!(reason.contains("quarantined"), "{reason}");
+    assert!(reason.contains("`sh verify.sh`"), "{reason}");
+    assert!(reason.contains(&broke[..12]), "{reason}");
+    assert!(reason.contains("callers/b.sh failed"), "{reason}");
+
+    // The handoff holds only green work.
+    weft.ok(&["handoff", "merge", "--yes"]);
+    assert!(!weft.work().join("callers/b.sh").exists());
+    assert!(weft.work().join("after.txt").exists());
+    assert!(crate::harness::read(&weft.work().join("lib.sh")).contains("welcome"));
+    let verify = weft
+        .env
+        .command("sh")
+        .arg("verify.sh")
+        .current_dir(weft.work())
+        .output()
+        .unwrap();
+    assert!(verify.status.success());
+}
+
+#[test]
+fn a_batch_of_8_landings_with_the_5th_broken_is_found_in_at_most_3_bisect_runs() {
+    let weft = Weft::new();
+    program(&weft);
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    for i in 1..=8 {
+        let prompt = if i == 5 {
+            "printf 'nosuchfunction\\n' > callers/t5.sh".to_owned()
+        } else {
+            format!("printf 'greet\\n' > callers/t{i}.sh")
+        };
+        plan.push_str(&task(&format!("t{i}"), &prompt, &[], false));
+    }
+    weft.write("plan.toml", &plan);
+    commit_everything(&weft, "the program");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    // One at a time, so the 8 landings come in plan order.
+    run_with(
+        &weft,
+        &["verify=sh verify.sh", "verify_batch=8", "parallel=1"],
+        1,
+    );
+
+    let all = events(&weft);
+    let steps = of_kind(&all, "bisect_step");
+    assert!(!steps.is_empty() && steps.len() <= 3, "{steps:?}");
+    let quarantined = of_kind(&all, "task_quarantined");
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0]["task"], "t5");
+    assert_eq!(quarantined[0]["event"]["bisect_runs"], steps.len());
+    let purposes: Vec<&str> = of_kind(&all, "verification_started")
+        .iter()
+        .map(|e| e["event"]["purpose"].as_str().unwrap())
+        .collect();
+    // The red run, its repeat, the bisect, t5 alone, then the rebuilt tip (green).
+    assert_eq!(&purposes[..2], &["landed", "repeat"], "{purposes:?}");
+    assert_eq!(
+        purposes.iter().filter(|p| **p == "bisect").count(),
+        steps.len()
+    );
+    let status = statuses(&weft);
+    for i in 1..=8 {
+        let want = if i == 5 { "failed" } else { "completed" };
+        assert_eq!(status[&format!("t{i}")], want, "{status:?}");
+    }
+    assert!(of_kind(&all, "verification_passed").len() >= 2);
+}
+
+#[test]
+fn with_the_gate_a_dependent_starts_only_once_the_tip_holding_its_dependency_is_green() {
+    let weft = Weft::new();
+    program(&weft);
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    plan.push_str(&task(
+        "first",
+        "printf 'greet\\n' > callers/first.sh",
+        &[],
+        false,
+    ));
+    plan.push_str(&task(
+        "second",
+        "echo second > second.txt",
+        &["first"],
+        false,
+    ));
+    weft.write("plan.toml", &plan);
+    commit_everything(&weft, "the program");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    run_with(&weft, &["verify=sh verify.sh"], 0);
+
+    let all = events(&weft);
+    let seq = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+        all.iter()
+            .find(|e| pred(e))
+            .map(|e| e["seq"].as_i64().unwrap())
+            .unwrap()
+    };
+    let passed = seq(&|e| e["event"]["kind"] == "verification_passed");
+    let second_started = seq(&|e| e["event"]["kind"] == "task_started" && e["task"] == "second");
+    let first_landed = seq(&|e| e["event"]["kind"] == "task_finished" && e["task"] == "first");
+    assert!(first_landed < passed && passed < second_started, "{all:?}");
+}
