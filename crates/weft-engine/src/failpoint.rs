@@ -17,6 +17,10 @@
 //! | `landing_journaled` | a passed attempt's `landing_started` is stored, nothing landed yet |
 //! | `landing_ref_moved` | the integration ref moved (or the work was found merged), the landing is not recorded yet |
 //! | `landing_recorded` | the landing and the task's new status are stored |
+//! | `bisect_step` | a verification failed twice; the bisect is about to verify an earlier tip (`:<n>`: the n-th step) |
+//! | `quarantine_journaled` | the culprit is found and the quarantine journaled, the integration ref not moved yet |
+//! | `quarantine_rebuilt` | the integration ref (and its record) moved to the rebuilt tip, no task's status changed yet |
+//! | `quarantine_failed` | the culprit is stored failed; the tasks it taints and the journal are not settled yet |
 //! | `handoff_journaled` | `weft handoff merge` journaled its merge, no checkout touched yet |
 //! | `handoff_indexed` | a checkout's deleted files are gone and its index holds the merge's entries |
 //! | `handoff_wrote` | a chunk of a checkout's files is written (`:<n>`: the n-th chunk) |

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use weft_agents::manifest::Registry;
 
+pub use engine::verify::{ByHand, by_hand as verify_by_hand};
 pub use engine::{RunSummary, run};
 pub use error::EngineError;
 pub use isolation::{NoIsolation, Runnable, isolation_unavailable};

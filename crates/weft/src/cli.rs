@@ -7,7 +7,7 @@ use clap::{ArgMatches, Parser, Subcommand};
 use crate::commands::{
     approvals, attach, cancel, complete, completions, config, demo, events, force_start, handoff,
     init, log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve, sessions,
-    skip, status, stop, task, transcript, tui, uncomplete,
+    skip, status, stop, task, transcript, tui, uncomplete, verify,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -68,6 +68,8 @@ pub enum Command {
     Complete(complete::Args),
     /// Take back a completion: the task is pending again.
     Uncomplete(uncomplete::Args),
+    /// Run the `verify` commands on the run's integration tip by hand.
+    Verify(verify::Args),
     /// Start a task now, ignoring its dependencies, hold and the slot cap.
     ForceStart(force_start::Args),
     /// Skip a task; it counts as met for its dependents.

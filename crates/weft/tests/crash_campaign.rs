@@ -1127,3 +1127,83 @@ fn deleting_a_plan_removes_its_worktrees_and_branches_and_keeps_the_tip() {
     );
     assert!(!space.work().join(format!(".weft/worktrees/{run}")).exists());
 }
+
+/// Issue 15, acceptance 6: a run with `verify` killed (SIGKILL) during a bisect or a
+/// quarantine's rebuild leaves the integration ref at the tip weft recorded, and the
+/// next `weft run` finishes the verification: the culprit quarantined once, the rest
+/// landed, the final tip green.
+#[test]
+fn a_run_killed_during_a_bisect_or_a_rebuild_leaves_a_recorded_tip_and_the_next_run_finishes_verifying()
+ {
+    // Four landings; the third writes `bad`, which verify refuses.
+    let plan = small_plan(
+        4,
+        "sleep 0.{n}\nif [ {n} = 3 ]; then echo bad > t{n}.txt; else echo ok > t{n}.txt; fi",
+    );
+    let verifying = |space: &Space, failpoint: Option<&str>| {
+        let mut command = space.run(failpoint);
+        command
+            .env("WEFT_VERIFY", "! grep -q bad t*.txt 2>/dev/null")
+            .env("WEFT_VERIFY_BATCH", "4");
+        command
+    };
+    for point in [
+        "bisect_step",
+        "bisect_step:2",
+        "quarantine_journaled",
+        "quarantine_rebuilt",
+        "quarantine_failed",
+    ] {
+        let space = Space::new(&plan);
+        let child = verifying(&space, Some(point)).spawn().unwrap();
+        assert!(
+            matches!(wait_ended(child), Ended::Killed),
+            "the engine did not die at {point}"
+        );
+        let run = space.run_id();
+        let integration = format!("refs/heads/weft/{run}/integration");
+        let recorded = format!("refs/weft/{run}/tip");
+        assert_eq!(
+            space.git(&["rev-parse", &integration]),
+            space.git(&["rev-parse", &recorded]),
+            "killed at {point}: the integration ref is not at the recorded tip"
+        );
+
+        let out = verifying(&space, None).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "killed at {point}: the next run ({})",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            statuses(&space),
+            ["completed", "completed", "failed", "completed"],
+            "killed at {point}"
+        );
+        let files = space.git(&["ls-tree", "--name-only", &integration]);
+        assert!(
+            files.contains("t4.txt") && !files.contains("t3.txt"),
+            "killed at {point}: {files}"
+        );
+        let tip = space.git(&["rev-parse", &integration]);
+        assert_eq!(
+            space.git(&["rev-parse", &recorded]),
+            tip,
+            "killed at {point}"
+        );
+        let green = space.status_json()["verification"]["green"]
+            .as_str()
+            .map(str::to_owned);
+        assert_eq!(green.as_deref(), Some(tip.trim()), "killed at {point}");
+        let quarantined: i64 = space
+            .db()
+            .query_row(
+                "SELECT count(*) FROM events WHERE kind = 'task_quarantined'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(quarantined, 1, "killed at {point}");
+    }
+}

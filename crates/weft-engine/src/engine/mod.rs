@@ -27,7 +27,7 @@ mod live;
 mod runloop;
 mod settle;
 mod startup;
-mod verify;
+pub(crate) mod verify;
 mod view;
 
 use std::time::{SystemTime, UNIX_EPOCH};

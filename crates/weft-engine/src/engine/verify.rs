@@ -47,6 +47,7 @@
 //! rebuild finishes the verification the next time it runs.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -58,9 +59,11 @@ use weft_store::{TaskUpdate, VerifyUpdate};
 
 use super::runloop::RunLoop;
 use super::{now, random_hex16};
+use crate::EngineConfig;
 use crate::attempt::{CheckPlan, run_checks};
 use crate::error::EngineError;
-use crate::isolation::git_error;
+use crate::executor::Executor;
+use crate::isolation::{Isolation, git_error};
 
 /// Most quarantines one verification call carries out before it lets the loop go on.
 const MAX_ROUNDS: usize = 16;
@@ -660,37 +663,13 @@ impl RunLoop<'_> {
         )?;
         self.publish()?;
         let clock = Instant::now();
-        let runs = match iso.integration_checkout_at(std::slice::from_ref(tip)) {
-            Ok(folder) => {
-                let id = format!("verify-{}", random_hex16());
-                let contain = crate::contain::containment(self.config, &id, &folder, None)
-                    .map_err(|detail| EngineError::Refused {
-                        detail: format!("verification cannot be contained: {detail}"),
-                        hint: "check the `confine` setting (`weft config`)".into(),
-                    })?;
-                let plan = CheckPlan {
-                    commands: commands.clone(),
-                    cwd: folder,
-                    log_dir: self.log_dir.clone(),
-                    attempt_id: id,
-                    timeout: self.config.limits.task_timeout,
-                    kill_grace: self.config.limits.kill_grace,
-                    secrets: self.config.supervision.secrets.clone(),
-                    receives_marker: false,
-                    contain,
-                    git_env: Vec::new(),
-                    transcript: None,
-                };
-                run_checks(self.executor.as_ref(), &plan, &commands)
-            }
-            Err(error) => vec![CheckRun {
-                command: commands.first().cloned().unwrap_or_default(),
-                exit_code: None,
-                output_tail: format!(
-                    "the integration checkout could not be moved to the tip: {error}"
-                ),
-            }],
-        };
+        let runs = run_commands(
+            self.config,
+            &iso,
+            self.executor.as_ref(),
+            &self.log_dir,
+            tip,
+        )?;
         let duration_ms = clock.elapsed().as_millis() as u64;
         let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
         let kind = match &failed {
@@ -766,6 +745,176 @@ impl RunLoop<'_> {
         self.view
             .update_task(&mut self.store, task_id, &update, event)
     }
+}
+
+/// Run the `verify` commands once in `iso`'s integration checkout detached at `tip`,
+/// like a task's checks (in order, stopping at the first that fails).
+fn run_commands(
+    config: &EngineConfig,
+    iso: &Isolation,
+    executor: &dyn Executor,
+    log_dir: &Path,
+    tip: &Oid,
+) -> Result<Vec<CheckRun>, EngineError> {
+    let commands = config.verify.commands.clone();
+    let folder = match iso.integration_checkout_at(std::slice::from_ref(tip)) {
+        Ok(folder) => folder,
+        Err(error) => {
+            return Ok(vec![CheckRun {
+                command: commands.first().cloned().unwrap_or_default(),
+                exit_code: None,
+                output_tail: format!(
+                    "the integration checkout could not be moved to the tip: {error}"
+                ),
+            }]);
+        }
+    };
+    let id = format!("verify-{}", random_hex16());
+    let contain = crate::contain::containment(config, &id, &folder, None).map_err(|detail| {
+        EngineError::Refused {
+            detail: format!("verification cannot be contained: {detail}"),
+            hint: "check the `confine` setting (`weft config`)".into(),
+        }
+    })?;
+    let plan = CheckPlan {
+        commands: commands.clone(),
+        cwd: folder,
+        log_dir: log_dir.to_owned(),
+        attempt_id: id,
+        timeout: config.limits.task_timeout,
+        kill_grace: config.limits.kill_grace,
+        secrets: config.supervision.secrets.clone(),
+        receives_marker: false,
+        contain,
+        git_env: Vec::new(),
+        transcript: None,
+    };
+    Ok(run_checks(executor, &plan, &commands))
+}
+
+/// What `weft verify` found.
+#[derive(Debug, Clone)]
+pub struct ByHand {
+    pub run_id: String,
+    pub tip: String,
+    /// The first command that failed (none: every one passed), with its exit code and
+    /// output tail.
+    pub failed: Option<CheckRun>,
+    pub duration_ms: u64,
+}
+
+/// `weft verify`: run the `verify` commands on the open run's recorded integration tip,
+/// by hand, with the run's events; a pass records the tip as green. Refused while an
+/// engine runs the plan (its own verification would race this one), without `verify`
+/// set, and without an open isolated run. Nothing is bisected or quarantined here: the
+/// next `weft run` does that.
+pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
+    let refuse = |detail: String, hint: &str| EngineError::Refused {
+        detail,
+        hint: hint.to_owned(),
+    };
+    if !config.verify.enabled() {
+        return Err(refuse(
+            "there is nothing to verify with: the `verify` setting is empty".into(),
+            "set it in weft.toml, e.g. `verify = [\"cargo test --workspace\"]`, or pass `-c verify=\"…\"`",
+        ));
+    }
+    let options = weft_store::OpenOptions {
+        busy_timeout: config.limits.busy_timeout,
+    };
+    let mut store = weft_store::Store::open_or_create(&config.state_dir, options)?;
+    store.set_secrets(config.supervision.secrets.clone());
+    if let Some(pid) = crate::control::engine_running(&store, &config.plan_id)? {
+        return Err(refuse(
+            format!("a run of this plan is active (engine pid {pid}); it verifies its own tip"),
+            "wait for it to end, or `weft stop` it first",
+        ));
+    }
+    let run = store.open_run(&config.plan_id)?;
+    let Some(run) = run.filter(|r| r.integration_branch.is_some()) else {
+        return Err(refuse(
+            "this plan has no open isolated run: there is no integration tip to verify".into(),
+            "`weft run` starts one",
+        ));
+    };
+    let iso = Isolation::existing(
+        &config.workspace,
+        &config.state_dir,
+        &config.isolation.repos,
+        &run.id,
+    )?;
+    if iso.is_group() {
+        return Err(refuse(
+            "verifying a multi-repo run is not supported".into(),
+            "run the commands in each repository's integration checkout by hand",
+        ));
+    }
+    iso.check_integration()
+        .map_err(|f| f.into_error("verifying the integration tip"))?;
+    let tip = iso.recorded_tips()?.remove(0);
+    let log_dir = config.state_dir.join("logs").join(&run.id);
+    weft_agents::contain::private::create_dir_all(&log_dir).map_err(|error| EngineError::Io {
+        path: log_dir.display().to_string(),
+        error,
+    })?;
+    let started = EventKind::VerificationStarted {
+        tip: tip.as_str().to_owned(),
+        commands: config.verify.commands.clone(),
+        purpose: "by_hand".into(),
+    };
+    store.record_event(
+        Some(&config.plan_id),
+        Event::new(started).run(&run.id),
+        now(),
+    )?;
+    let iso = std::sync::Arc::new(iso);
+    let executor = crate::executor::LocalExecutor {
+        workspace: config.workspace.clone(),
+        runnable: config.isolation.runnable.clone(),
+        isolation: Some(iso.clone()),
+    };
+    let clock = Instant::now();
+    let runs = run_commands(config, &iso, &executor, &log_dir, &tip)?;
+    let duration_ms = clock.elapsed().as_millis() as u64;
+    let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
+    let (kind, green) = match &failed {
+        None => (
+            EventKind::VerificationPassed {
+                tip: tip.as_str().to_owned(),
+                purpose: "by_hand".into(),
+                duration_ms,
+            },
+            Some(Some(tip.as_str().to_owned())),
+        ),
+        Some(run) => (
+            EventKind::VerificationFailed {
+                tip: tip.as_str().to_owned(),
+                purpose: "by_hand".into(),
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                output_tail: weft_core::tail_chars(&run.output_tail, VERDICT_TAIL),
+                duration_ms,
+            },
+            None,
+        ),
+    };
+    let update = VerifyUpdate {
+        green,
+        ..VerifyUpdate::default()
+    };
+    store.update_verify(
+        &run.id,
+        &config.plan_id,
+        &update,
+        Some(Event::new(kind).run(&run.id)),
+        now(),
+    )?;
+    Ok(ByHand {
+        run_id: run.id,
+        tip: tip.as_str().to_owned(),
+        failed,
+        duration_ms,
+    })
 }
 
 /// Issue 15 §2's call site: the evidence notes of the landings a rebuild re-created

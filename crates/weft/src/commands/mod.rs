@@ -31,6 +31,7 @@ pub mod task;
 pub mod transcript;
 pub mod tui;
 pub mod uncomplete;
+pub mod verify;
 
 use std::io::Write;
 
@@ -70,6 +71,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Serve(args) => serve::run(args, globals),
         Command::Tui(args) => tui::run(args, globals),
         Command::Attach(args) => attach::run(args, globals),
+        Command::Verify(args) => verify::run(args, globals),
     }
 }
 

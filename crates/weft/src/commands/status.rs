@@ -49,11 +49,13 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     }
     let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
     let usage = usage_by_task(&attempts);
+    let verification = verification(&store, &plan_id, engine_alive)?;
     if args.json {
         let status = StatusWithKept {
             status: plan_json(&plan, default_runner, &usage)
                 .budget(&usage, &ctx.settings.spend.budget),
             kept_worktrees: &kept,
+            verification: verification.as_ref(),
         };
         let json = if orphaned.is_empty() {
             None
@@ -95,6 +97,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             }
             text.push('\n');
         }
+        if let Some(v) = &verification {
+            text.push_str(&v.line());
+        }
         if !orphaned.is_empty() {
             let tasks: Vec<String> = orphaned.iter().map(|(o, _)| format!("#{o}")).collect();
             text.push_str(&format!(
@@ -134,6 +139,52 @@ struct StatusWithKept<'a> {
     #[serde(flatten)]
     status: crate::render::StatusJson<'a>,
     kept_worktrees: &'a [weft_engine::kept::KeptWorktree],
+    /// The open run's verification of its integration tip (`verify`), once it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verification: Option<&'a Verification>,
+}
+
+/// `weft status`'s verification part: the last green tip and the tip being verified.
+#[derive(serde::Serialize)]
+struct Verification {
+    run: String,
+    green: Option<String>,
+    /// Only while the run's engine is alive (a dead one's is no longer being verified).
+    verifying: Option<String>,
+}
+
+impl Verification {
+    fn line(&self) -> String {
+        let short = |t: &String| t.get(..12).unwrap_or(t).to_owned();
+        let mut line = format!(
+            "\nverify: last green tip {}",
+            self.green.as_ref().map_or("none yet".into(), short)
+        );
+        if let Some(tip) = &self.verifying {
+            line.push_str(&format!("; verifying {} now", short(tip)));
+        }
+        line.push('\n');
+        line
+    }
+}
+
+fn verification(
+    store: &Store,
+    plan_id: &str,
+    engine_alive: bool,
+) -> Result<Option<Verification>, crate::error::CliError> {
+    let Some(run) = store.open_run(plan_id)? else {
+        return Ok(None);
+    };
+    let state = store.verify_state(&run.id)?;
+    if state.updated_at == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Verification {
+        run: run.id,
+        green: state.green,
+        verifying: state.verifying.filter(|_| engine_alive),
+    }))
 }
 
 /// How many kept worktrees the text lists (a screenful); the rest are counted.

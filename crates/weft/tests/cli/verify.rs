@@ -277,3 +277,53 @@ fn with_the_gate_a_dependent_starts_only_once_the_tip_holding_its_dependency_is_
     let first_landed = seq(&|e| e["event"]["kind"] == "task_finished" && e["task"] == "first");
     assert!(first_landed < passed && passed < second_started, "{all:?}");
 }
+
+#[test]
+fn weft_verify_runs_the_commands_on_the_tip_by_hand_and_status_shows_the_green_tip() {
+    let weft = Weft::new();
+    program(&weft);
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    plan.push_str(&task(
+        "first",
+        "printf 'greet\\n' > callers/first.sh",
+        &[],
+        false,
+    ));
+    weft.write("plan.toml", &plan);
+    commit_everything(&weft, "the program");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    // Without `verify` set, there is nothing to verify with.
+    let refused = weft.fails(&["verify"], 1);
+    assert!(
+        refused.stderr.contains("`verify` setting is empty"),
+        "{}",
+        refused.stderr
+    );
+    run_with(&weft, &["verify=sh verify.sh"], 0);
+    let status = weft.ok(&["status"]);
+    assert!(
+        status.stdout.contains("verify: last green tip"),
+        "{}",
+        status.stdout
+    );
+    let tip = weft.status_json()["verification"]["green"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let passed = weft.ok(&["-c", "verify=sh verify.sh", "verify"]);
+    assert!(passed.stdout.contains(&tip[..12]), "{}", passed.stdout);
+    let failed = weft.fails(&["-c", "verify=echo broken-by-hand; exit 4", "verify"], 1);
+    assert!(failed.stderr.contains("exited 4"), "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("broken-by-hand"),
+        "{}",
+        failed.stderr
+    );
+    let all = events(&weft);
+    let by_hand: Vec<_> = of_kind(&all, "verification_started")
+        .into_iter()
+        .filter(|e| e["event"]["purpose"] == "by_hand")
+        .collect();
+    assert_eq!(by_hand.len(), 2);
+}
