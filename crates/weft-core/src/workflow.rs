@@ -26,6 +26,11 @@ pub struct WorkflowFile {
     /// Runner for tasks that name none (e.g. `claude-code`, `codex`, `opencode`, `exec`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+    /// Commands that verify the run's integration tip after landings (each run with
+    /// `sh -c` in the integration checkout); for this plan they replace the `verify`
+    /// setting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<String>,
     /// The tasks in the order they run; a task may depend only on tasks before it.
     pub tasks: Vec<TaskSpec>,
 }
@@ -150,6 +155,8 @@ impl Hint for WorkflowError {
 pub struct ImportedPlan {
     pub goal: String,
     pub runner: Option<String>,
+    /// The plan's own `verify` commands (blank ones dropped).
+    pub verify: Vec<String>,
     pub tasks: Vec<Task>,
     pub warnings: Vec<Warning>,
 }
@@ -196,6 +203,12 @@ impl WorkflowFile {
                 source_name: source_name.to_owned(),
             });
         }
+        let verify: Vec<String> = self
+            .verify
+            .iter()
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+            .collect();
         let mut deriver = IdDeriver::new(self.tasks.iter().filter_map(|t| t.id.as_deref()));
         let ids: Vec<String> = self
             .tasks
@@ -246,6 +259,7 @@ impl WorkflowFile {
         Ok(ImportedPlan {
             goal: self.goal,
             runner,
+            verify,
             tasks,
             warnings,
         })
@@ -256,6 +270,7 @@ impl WorkflowFile {
         WorkflowFile {
             goal: goal.to_owned(),
             runner: runner.map(str::to_owned),
+            verify: Vec::new(),
             tasks: tasks
                 .iter()
                 .map(|task| TaskSpec {

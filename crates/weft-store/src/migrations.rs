@@ -201,6 +201,11 @@ const MIGRATIONS: &[&str] = &[
         quarantine  TEXT,
         updated_at  INTEGER NOT NULL
     ) STRICT;
+    -- A plan's own verify commands (its workflow file's `verify`), as a JSON list.
+    CREATE TABLE plan_verify (
+        plan_id   TEXT PRIMARY KEY REFERENCES plans(id) ON DELETE CASCADE,
+        commands  TEXT NOT NULL
+    ) STRICT;
     "#,
 ];
 

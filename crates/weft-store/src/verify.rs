@@ -33,6 +33,47 @@ pub struct VerifyUpdate {
 }
 
 impl Store {
+    /// A plan's own `verify` commands (empty: none; the setting applies).
+    pub fn plan_verify(&self, plan_id: &str) -> Result<Vec<String>, StoreError> {
+        let sql = self.mapper();
+        let text: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT commands FROM plan_verify WHERE plan_id = ?1",
+                [plan_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(&sql)?;
+        Ok(text
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default())
+    }
+
+    /// Store a plan's own `verify` commands (an empty list removes them).
+    pub fn set_plan_verify(
+        &mut self,
+        plan_id: &str,
+        commands: &[String],
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        let text = serde_json::to_string(commands).unwrap_or_else(|_| "[]".into());
+        self.write(|tx| {
+            if commands.is_empty() {
+                tx.execute("DELETE FROM plan_verify WHERE plan_id = ?1", [plan_id])
+                    .map_err(&sql)?;
+            } else {
+                tx.execute(
+                    "INSERT INTO plan_verify (plan_id, commands) VALUES (?1, ?2)
+                     ON CONFLICT (plan_id) DO UPDATE SET commands = excluded.commands",
+                    params![plan_id, text],
+                )
+                .map_err(&sql)?;
+            }
+            Ok(())
+        })
+    }
+
     /// The run's verification state (all empty when nothing was verified yet).
     pub fn verify_state(&self, run_id: &str) -> Result<VerifyState, StoreError> {
         let sql = self.mapper();

@@ -174,8 +174,7 @@ impl<'a> RunLoop<'a> {
             verify: super::verify::VerifyState::default(),
         };
         let held = run.load_verification()?;
-        run.view
-            .hold_for_verification(held, run.config.verify.gated());
+        run.view.hold_for_verification(held, run.verify.gated);
         run.resume()?;
         run.spent_before = super::live::stored_spend(&run.store.attempts_of_plan(&config.plan_id)?);
         Ok(run)

@@ -160,7 +160,7 @@ impl RunLoop<'_> {
             }
             let keep = self.config.isolation.keep_worktrees;
             let allow_links = self.config.isolation.allow_outside_symlinks;
-            let stale_check = self.config.verify.enabled();
+            let stale_check = !self.verify.commands.is_empty();
             let outcome = landing::land(
                 iso,
                 self.executor.as_ref(),

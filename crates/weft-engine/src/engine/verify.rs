@@ -84,6 +84,10 @@ pub(crate) struct VerifyState {
     pub stuck: Option<Oid>,
     /// Something landed since the last look.
     pub landed: bool,
+    /// The commands: the plan's own (its workflow file's `verify`), else the setting's.
+    pub commands: Vec<String>,
+    /// `verify_gate`, with commands to verify.
+    pub gated: bool,
 }
 
 /// A quarantine in progress, as journaled in the store.
@@ -113,7 +117,7 @@ struct Verified {
 impl RunLoop<'_> {
     /// The repository of a run that verifies (isolated, one repository, `verify` set).
     fn verify_repo(&self) -> Option<Repo> {
-        if !self.config.verify.enabled() || self.verify.not_here.is_some() {
+        if self.verify.commands.is_empty() || self.verify.not_here.is_some() {
             return None;
         }
         let iso = self.isolation.as_deref()?;
@@ -123,19 +127,27 @@ impl RunLoop<'_> {
     /// At the start of a run: read the green tip, say why this run cannot verify, and
     /// the tasks the gate holds back (landed in this run, not under a green tip).
     pub(super) fn load_verification(&mut self) -> Result<HashSet<String>, EngineError> {
-        if !self.config.verify.enabled() {
+        self.verify.commands = effective_commands(
+            &self.store,
+            &self.config.plan_id,
+            &self.config.verify.commands,
+        )?;
+        self.verify.gated = self.config.verify.gate && !self.verify.commands.is_empty();
+        if self.verify.commands.is_empty() {
             return Ok(HashSet::new());
         }
         let Some(iso) = self.isolation.as_deref() else {
             self.verify.not_here = Some(
                 "`verify` is set but this run is not isolated: there is no integration tip to verify, so it does not run".into(),
             );
+            self.verify.gated = false;
             return Ok(HashSet::new());
         };
         if iso.is_group() {
             self.verify.not_here = Some(
                 "`verify` is set but this is a multi-repo run: verifying, bisecting and quarantining need one repository, so it does not run".into(),
             );
+            self.verify.gated = false;
             return Ok(HashSet::new());
         }
         let repo = iso.slots[0].repo.clone();
@@ -146,7 +158,7 @@ impl RunLoop<'_> {
             .and_then(|r| r.base_ref)
             .and_then(|b| repo.rev_parse(&b).ok().flatten());
         let tip = iso.recorded_tips()?.remove(0);
-        if !self.config.verify.gated() || self.verify.green.as_ref() == Some(&tip) {
+        if !self.verify.gated || self.verify.green.as_ref() == Some(&tip) {
             return Ok(HashSet::new());
         }
         // Landed in this run and not under the green tip: held until a green tip holds it.
@@ -644,7 +656,7 @@ impl RunLoop<'_> {
                 failed: None,
             });
         };
-        let commands = self.config.verify.commands.clone();
+        let commands = self.verify.commands.clone();
         let started = EventKind::VerificationStarted {
             tip: tip.as_str().to_owned(),
             commands: commands.clone(),
@@ -665,6 +677,7 @@ impl RunLoop<'_> {
         let clock = Instant::now();
         let runs = run_commands(
             self.config,
+            &commands,
             &iso,
             self.executor.as_ref(),
             &self.log_dir,
@@ -751,12 +764,13 @@ impl RunLoop<'_> {
 /// like a task's checks (in order, stopping at the first that fails).
 fn run_commands(
     config: &EngineConfig,
+    commands: &[String],
     iso: &Isolation,
     executor: &dyn Executor,
     log_dir: &Path,
     tip: &Oid,
 ) -> Result<Vec<CheckRun>, EngineError> {
-    let commands = config.verify.commands.clone();
+    let commands = commands.to_vec();
     let folder = match iso.integration_checkout_at(std::slice::from_ref(tip)) {
         Ok(folder) => folder,
         Err(error) => {
@@ -792,6 +806,21 @@ fn run_commands(
     Ok(run_checks(executor, &plan, &commands))
 }
 
+/// The plan's own `verify` commands (from its workflow file) when it has some, else the
+/// setting's.
+fn effective_commands(
+    store: &weft_store::Store,
+    plan_id: &str,
+    setting: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let own = store.plan_verify(plan_id)?;
+    Ok(if own.is_empty() {
+        setting.to_vec()
+    } else {
+        own
+    })
+}
+
 /// What `weft verify` found.
 #[derive(Debug, Clone)]
 pub struct ByHand {
@@ -813,17 +842,18 @@ pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
         detail,
         hint: hint.to_owned(),
     };
-    if !config.verify.enabled() {
-        return Err(refuse(
-            "there is nothing to verify with: the `verify` setting is empty".into(),
-            "set it in weft.toml, e.g. `verify = [\"cargo test --workspace\"]`, or pass `-c verify=\"…\"`",
-        ));
-    }
     let options = weft_store::OpenOptions {
         busy_timeout: config.limits.busy_timeout,
     };
     let mut store = weft_store::Store::open_or_create(&config.state_dir, options)?;
     store.set_secrets(config.supervision.secrets.clone());
+    let commands = effective_commands(&store, &config.plan_id, &config.verify.commands)?;
+    if commands.is_empty() {
+        return Err(refuse(
+            "there is nothing to verify with: the `verify` setting is empty".into(),
+            "set it in weft.toml, e.g. `verify = [\"cargo test --workspace\"]`, or pass `-c verify=\"…\"`",
+        ));
+    }
     if let Some(pid) = crate::control::engine_running(&store, &config.plan_id)? {
         return Err(refuse(
             format!("a run of this plan is active (engine pid {pid}); it verifies its own tip"),
@@ -859,7 +889,7 @@ pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
     })?;
     let started = EventKind::VerificationStarted {
         tip: tip.as_str().to_owned(),
-        commands: config.verify.commands.clone(),
+        commands: commands.clone(),
         purpose: "by_hand".into(),
     };
     store.record_event(
@@ -874,7 +904,7 @@ pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
         isolation: Some(iso.clone()),
     };
     let clock = Instant::now();
-    let runs = run_commands(config, &iso, &executor, &log_dir, &tip)?;
+    let runs = run_commands(config, &commands, &iso, &executor, &log_dir, &tip)?;
     let duration_ms = clock.elapsed().as_millis() as u64;
     let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
     let (kind, green) = match &failed {

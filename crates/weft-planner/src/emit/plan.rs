@@ -96,6 +96,7 @@ pub fn plan_from_value(
     let file = WorkflowFile {
         goal: goal.to_owned(),
         runner: default_runner.map(str::to_owned),
+        verify: Vec::new(),
         tasks: specs,
     };
     match file.into_plan(SOURCE, known_runner) {
@@ -265,6 +266,7 @@ mod tests {
         let file = WorkflowFile {
             goal: "g".into(),
             runner: None,
+            verify: Vec::new(),
             tasks: specs.clone(),
         };
         let plan = file.into_plan("t", &|_| true).unwrap();

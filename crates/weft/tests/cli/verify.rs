@@ -247,7 +247,8 @@ fn a_batch_of_8_landings_with_the_5th_broken_is_found_in_at_most_3_bisect_runs()
 fn with_the_gate_a_dependent_starts_only_once_the_tip_holding_its_dependency_is_green() {
     let weft = Weft::new();
     program(&weft);
-    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    // The plan's own `verify` (its workflow file), no setting.
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\nverify = [\"sh verify.sh\"]\n");
     plan.push_str(&task(
         "first",
         "printf 'greet\\n' > callers/first.sh",
@@ -263,7 +264,13 @@ fn with_the_gate_a_dependent_starts_only_once_the_tip_holding_its_dependency_is_
     weft.write("plan.toml", &plan);
     commit_everything(&weft, "the program");
     weft.ok(&["plan", "--file", "plan.toml"]);
-    run_with(&weft, &["verify=sh verify.sh"], 0);
+    let exported = weft.ok(&["plan", "export"]);
+    assert!(
+        exported.stdout.contains("verify = [\"sh verify.sh\"]"),
+        "{}",
+        exported.stdout
+    );
+    run_with(&weft, &[], 0);
 
     let all = events(&weft);
     let seq = |pred: &dyn Fn(&serde_json::Value) -> bool| {

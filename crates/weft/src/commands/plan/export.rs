@@ -41,8 +41,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 .and_then(|p| WorkflowFormat::from_extension(&p.to_string_lossy()))
         })
         .unwrap_or(WorkflowFormat::Toml);
-    let text =
-        WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks).to_text(format);
+    let mut file = WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks);
+    file.verify = store.plan_verify(&plan.id)?;
+    let text = file.to_text(format);
     let Some(path) = args.output else {
         return stdout(&text);
     };

@@ -97,6 +97,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let imported = WorkflowFile::parse(&text, format, &source_name)?
         .into_plan(&source_name, &|r| names.contains(r))?;
     warnings(&imported.warnings);
+    let verify = imported.verify.clone();
     let mut store = ctx.store_for_write()?;
     let plan = store.create_plan(
         PlanDraft {
@@ -108,6 +109,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         },
         now(),
     )?;
+    store.set_plan_verify(&plan.id, &verify)?;
     note(&format!(
         "created plan {} from {source_name} with {} task{}; it is now the current plan",
         plan.short_id(),
