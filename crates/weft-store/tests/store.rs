@@ -1363,6 +1363,18 @@ fn older_databases_migrate_and_keep_their_data() {
                         ('0123456789abcdef0123456789abcdef', 'b', 'a', 0);"
             ))
             .unwrap();
+            if old_version >= 6 {
+                // From 6 on, a writer also keeps each task's dependencies in its own row.
+                conn.execute_batch(
+                    "UPDATE tasks SET dependencies = (
+                         SELECT json_group_array(d.depends_on ORDER BY d.position)
+                         FROM task_dependencies d
+                         WHERE d.plan_id = tasks.plan_id AND d.task_id = tasks.id)
+                     WHERE EXISTS (SELECT 1 FROM task_dependencies d
+                         WHERE d.plan_id = tasks.plan_id AND d.task_id = tasks.id);",
+                )
+                .unwrap();
+            }
         }
         let store = Store::open_existing(&state, OpenOptions::default())
             .unwrap()

@@ -795,7 +795,7 @@ impl Settings {
                 tokens: r.get(&BUDGET_TOKENS)?,
             },
             prices: weft_core::spend::PriceTable::default().with_overrides(r.get(&PRICES)?),
-};
+        };
         let verify = VerifySettings {
             commands: r.get(&VERIFY)?,
             batch: r.get(&VERIFY_BATCH)?,

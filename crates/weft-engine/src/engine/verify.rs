@@ -901,6 +901,7 @@ pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
     let executor = crate::executor::LocalExecutor {
         workspace: config.workspace.clone(),
         runnable: config.isolation.runnable.clone(),
+        setup: crate::contain::SetupContainment::of(config),
         isolation: Some(iso.clone()),
     };
     let clock = Instant::now();
