@@ -423,6 +423,22 @@ pub enum EventKind {
         cost_usd: Option<f64>,
         tokens: u64,
     },
+    /// The `notify` command (or `notify-send`) failed to tell a person of the event
+    /// `about` (its `seq`): how it ended and the end of what it wrote to stderr. Stored
+    /// once per command per run (the envelope's `run`): its later failures are not.
+    NotifyFailed {
+        /// The command line (or `notify-send`), secrets masked.
+        command: String,
+        /// The `seq` of the event it was run for.
+        about: i64,
+        /// How it ended: `exited with status 3`, `killed by signal 9`, `timed out after
+        /// 5 s`, `could not start: …`.
+        failure: String,
+        exit_code: Option<i32>,
+        timed_out: bool,
+        /// The last bytes of its stderr (bounded, lossy UTF-8, secrets masked).
+        stderr: String,
+    },
 
     // Attempts (the envelope's `task` and `attempt`).
     AttemptStarted {

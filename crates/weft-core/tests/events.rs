@@ -13,7 +13,7 @@ use weft_core::{
 };
 
 /// The number of [`EventKind`] variants; [`index`] must give each its own number below it.
-const KINDS: usize = 56;
+const KINDS: usize = 57;
 
 /// An exhaustive match (no wildcard): a new variant does not compile until it is numbered
 /// here, and then [`every_kind_round_trips`] fails until [`one_of_each`] has an example.
@@ -74,7 +74,8 @@ fn index(kind: &EventKind) -> usize {
         EventKind::TaskQuarantined { .. } => 52,
         EventKind::BudgetReached { .. } => 53,
         EventKind::SpendUpdated { .. } => 54,
-        EventKind::Unrecognized { .. } => 55,
+        EventKind::NotifyFailed { .. } => 55,
+        EventKind::Unrecognized { .. } => 56,
     }
 }
 
@@ -201,6 +202,14 @@ fn one_of_each() -> Vec<EventKind> {
             cost_usd: None,
             unpriced: Some("mystery-9".into()),
             reported: false,
+        },
+        EventKind::NotifyFailed {
+            command: "notify-me --token ****".into(),
+            about: 41,
+            failure: "exited with status 3".into(),
+            exit_code: Some(3),
+            timed_out: false,
+            stderr: "no route to host\n".into(),
         },
         EventKind::AttemptStarted {
             number: 1,

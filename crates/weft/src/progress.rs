@@ -216,6 +216,15 @@ impl Lines {
             | EventKind::VerificationFlaky { .. }
             | EventKind::BisectStep { .. }
             | EventKind::TaskQuarantined { .. } => crate::render::describe_event(&event.event),
+            EventKind::NotifyFailed {
+                command,
+                failure,
+                stderr,
+                ..
+            } => format!(
+                "note: {}",
+                weft_engine::notify::failure_line(command, failure, stderr)
+            ),
             EventKind::RunEnded { status, totals } => {
                 let status = status.as_str();
                 match totals {

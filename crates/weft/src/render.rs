@@ -794,6 +794,12 @@ pub fn describe_event(kind: &weft_core::EventKind) -> String {
             }
             line
         }
+        E::NotifyFailed {
+            command,
+            failure,
+            stderr,
+            ..
+        } => weft_engine::notify::failure_line(command, failure, stderr),
         E::AttemptStarted {
             number,
             runner,

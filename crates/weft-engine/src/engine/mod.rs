@@ -55,15 +55,35 @@ pub fn run(
     config: &EngineConfig,
     on_progress: &mut dyn FnMut(RunProgress),
 ) -> Result<RunSummary, EngineError> {
-    // Told of transitions on a thread of its own; dropped (last read, delivered) at the end.
-    let _notify = crate::notify::Follower::start(
+    // Told of transitions on a thread of its own; finished (last read, delivered) at the end.
+    let notify = crate::notify::Follower::start(
         &config.notify,
         config.workspace.clone(),
         &config.state_dir,
         &config.plan_id,
         config.limits.busy_timeout,
+        &config.supervision.secrets,
     );
-    runloop::RunLoop::start(config, on_progress)?.run()
+    let mut reported = 0;
+    let result = {
+        let mut report = |progress: RunProgress| {
+            if let RunProgress::Stored(event) = &progress {
+                reported = reported.max(event.seq);
+            }
+            on_progress(progress);
+        };
+        runloop::RunLoop::start(config, &mut report).and_then(runloop::RunLoop::run)
+    };
+    // A notify command that failed on the run's last transitions (its end) was stored
+    // after the loop's last report: reported here, so every notice is shown once.
+    if let Some(notify) = notify {
+        for event in notify.finish() {
+            if event.seq > reported {
+                on_progress(RunProgress::Stored(event));
+            }
+        }
+    }
+    result
 }
 
 pub(crate) fn now() -> Timestamp {
