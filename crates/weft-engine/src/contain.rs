@@ -4,7 +4,8 @@
 //!
 //! What a confined process may write: the folder it runs in (a task's worktree, the
 //! integration checkout for ops tasks, the workspace in a shared run) and, for a
-//! worktree, its own admin folder under `.git/worktrees/`; its private temp folder
+//! worktree, its own admin folder under `.git/worktrees/` (for a multi-repo group's task
+//! folder, each of its worktrees'); its private temp folder
 //! (`TMPDIR`, `<state>/tmp/<attempt>`); the device files; and, for an agent, its
 //! manifest's `write_paths` plus the `write_paths` setting. Nothing else: not the user's
 //! checkout, other worktrees, the integration checkout (from a task), nor `.weft/`.
@@ -109,6 +110,7 @@ pub fn write_paths(
 ) -> Result<WritePaths, String> {
     let mut paths = folder_paths(cwd, &config.state_dir)?;
     paths.extend(worktree_admin_dir(cwd));
+    paths.extend(group_admin_dirs(cwd));
     let Some(manifest) = manifest else {
         return Ok(WritePaths {
             paths,
@@ -146,6 +148,26 @@ fn runner_write_paths(config: &EngineConfig, manifest: &Manifest) -> Result<Writ
         }
     }
     Ok(WritePaths { paths, create })
+}
+
+/// When `cwd` is a multi-repo group's task folder (or its integration checkout), which
+/// is no worktree itself but holds one per repository: each one's admin folder (its
+/// `HEAD`, `index`, and the attempt's private object folder). Read when the attempt is
+/// launched, before any of its processes ran, so the `.git` files are weft's own.
+fn group_admin_dirs(cwd: &Path) -> Vec<PathBuf> {
+    if cwd.join(".git").symlink_metadata().is_ok() {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(cwd) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .filter_map(|entry| worktree_admin_dir(&entry.path()))
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 /// What a process running in `cwd` may write of it: `cwd` itself, or, when `cwd` holds

@@ -201,9 +201,20 @@ impl Isolation {
                 inspection.intact.push(None);
                 continue;
             };
-            repo.import_objects(&admin.join(weft_git::PRIVATE_OBJECTS))
-                .map_err(git_error)?;
+            // The attempt's private folder (a group's is one for all its repositories).
+            let private = self
+                .private_objects(cut)
+                .unwrap_or_else(|| admin.join(weft_git::PRIVATE_OBJECTS));
+            repo.import_objects(&private).map_err(git_error)?;
             let head = repo.admin_head(&admin).map_err(git_error)?;
+            let moved = match &head {
+                AdminHead::Detached(tip) => Some(tip),
+                AdminHead::Branch { commit, .. } => commit.as_ref(),
+                AdminHead::Unknown => None,
+            };
+            if let Some(tip) = moved.filter(|tip| **tip != part.cut_from) {
+                self.import_reachable(cut, part, &private, tip)?;
+            }
             let worktree = repo
                 .inspect_worktree(&part.path, &admin)
                 .map_err(git_error)?;

@@ -60,25 +60,32 @@ pub(crate) struct Cut {
 
 impl Cut {
     /// The git variables of the attempt's processes: its private object folder, the
-    /// repository's store as a read-only alternate (see `weft_git`'s guard module). A
-    /// group's task folder holds several repositories, which one variable cannot serve:
-    /// there the agent's own commits need the shared store (unwritable when confined).
+    /// repository's store as a read-only alternate (see `weft_git`'s guard module).
+    ///
+    /// A group's task folder holds one worktree per repository, and `GIT_OBJECT_DIRECTORY`
+    /// is one variable for every repository the agent's git touches (git has no
+    /// per-repository or per-worktree setting for it). So a group's attempt gets one
+    /// private folder for all its repositories (the first worktree's, see
+    /// [`Isolation::private_objects`]) with every repository's store as an alternate:
+    /// whichever repository the agent commits in, git reads that repository's objects and
+    /// writes new ones privately. Objects are named by their content, so sharing the
+    /// folder mixes nothing up; after the attempt each repository imports them, and what
+    /// its new commits name that only a sibling's store held (identical content) is
+    /// copied over too (`Repo::import_reachable`, in `Isolation::inspect`).
     pub fn git_env(&self, iso: &Isolation) -> Vec<(String, String)> {
-        let [part] = &self.parts[..] else {
+        let Some(private) = iso.private_objects(self) else {
             return Vec::new();
         };
-        let Some(admin) = &part.admin else {
+        let Ok(stores) = std::env::join_paths(iso.object_stores(self)) else {
+            // A store path holding `:` cannot be listed: no private folder, and the
+            // agent's own commits fail confined (nothing shared becomes writable).
             return Vec::new();
         };
-        let objects = iso.slots[part.slot].repo.objects_dir();
         vec![
-            (
-                "GIT_OBJECT_DIRECTORY".into(),
-                admin.join(weft_git::PRIVATE_OBJECTS).display().to_string(),
-            ),
+            ("GIT_OBJECT_DIRECTORY".into(), private.display().to_string()),
             (
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
-                objects.display().to_string(),
+                stores.to_string_lossy().into_owned(),
             ),
         ]
     }
@@ -414,6 +421,48 @@ impl Isolation {
             integration_branch: format!("weft/{run_id}/integration"),
             worktrees: state_dir.join("worktrees").join(run_id),
         })
+    }
+
+    /// The attempt's private object folder: in its (first) worktree's admin folder, so
+    /// it lives exactly as long as that worktree. `None` when that worktree is no longer
+    /// registered.
+    pub fn private_objects(&self, cut: &Cut) -> Option<PathBuf> {
+        let part = cut.parts.first()?;
+        let admin = part
+            .admin
+            .clone()
+            .or_else(|| self.slots[part.slot].repo.worktree_admin_dir(&part.path))?;
+        Some(admin.join(weft_git::PRIVATE_OBJECTS))
+    }
+
+    /// The object stores of the cut's repositories, the alternates of its private folder.
+    pub fn object_stores(&self, cut: &Cut) -> Vec<PathBuf> {
+        cut.parts
+            .iter()
+            .map(|part| self.slots[part.slot].repo.objects_dir())
+            .collect()
+    }
+
+    /// In a group, copy what `tip` (a commit the agent made in `part`'s worktree) names
+    /// that this repository lacks from wherever the attempt's git read it (see
+    /// [`Cut::git_env`]); a single repository's private folder already holds it all.
+    pub(crate) fn import_reachable(
+        &self,
+        cut: &Cut,
+        part: &Part,
+        private: &Path,
+        tip: &Oid,
+    ) -> Result<(), EngineError> {
+        let repo = &self.slots[part.slot].repo;
+        if !self.is_group()
+            || repo
+                .objects_complete(tip, &part.cut_from)
+                .map_err(git_error)?
+        {
+            return Ok(());
+        }
+        repo.import_reachable(private, &self.object_stores(cut), tip, &part.cut_from)
+            .map_err(git_error)
     }
 
     pub fn is_group(&self) -> bool {
@@ -804,6 +853,7 @@ impl Isolation {
     /// ignored artifacts are symlinks; an agent's work rarely is).
     pub fn reclaim_interrupted(&self, cut: &Cut) -> Option<String> {
         let mut work = Vec::new();
+        let private = self.private_objects(cut);
         for part in &cut.parts {
             let repo = &self.slots[part.slot].repo;
             let tip = repo.rev_parse(&branch_ref(&cut.branch)).ok().flatten();
@@ -813,10 +863,15 @@ impl Isolation {
             // The agent's own commits are on its detached HEAD, their objects in its
             // private folder: bring them in, and count them as work.
             if let Some(admin) = repo.worktree_admin_dir(&part.path) {
-                let _ = repo.import_objects(&admin.join(weft_git::PRIVATE_OBJECTS));
+                if let Some(private) = &private {
+                    let _ = repo.import_objects(private);
+                }
                 if let Ok(weft_git::AdminHead::Detached(head)) = repo.admin_head(&admin)
                     && head != part.cut_from
                 {
+                    if let Some(private) = &private {
+                        let _ = self.import_reachable(cut, part, private, &head);
+                    }
                     work.push("commits in its worktree".to_owned());
                 }
             }

@@ -364,6 +364,34 @@ impl Repo {
         Ok(count)
     }
 
+    /// Copy into the repository every object reachable from `tip` and not from `base`,
+    /// reading them wherever the attempt's git could: the private store `objects` and
+    /// the `alternates` (a group's attempt has every repository's store as one, so its
+    /// git wrote no object of its own for content a sibling repository already held:
+    /// [`Repo::import_objects`] alone would leave this repository without it). Same
+    /// pipe as `import_objects`: `git unpack-objects` names every object by its content.
+    pub fn import_reachable(
+        &self,
+        objects: &Path,
+        alternates: &[PathBuf],
+        tip: &Oid,
+        base: &Oid,
+    ) -> Result<(), GitError> {
+        let alternates = std::env::join_paths(alternates)
+            .map_err(|e| GitError::io(objects, std::io::Error::other(e)))?;
+        let attempt = self
+            .git
+            .clone()
+            .env("GIT_OBJECT_DIRECTORY", objects)
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", alternates);
+        let pack = Call::new(&attempt, self.root())
+            .config(&["pack.threads=1".into()])
+            .args(["pack-objects", "--revs", "--stdout", "-q"])
+            .stdin(format!("{tip}\n^{base}\n").into_bytes());
+        let unpack = self.call().args(["unpack-objects", "-q"]);
+        pack.pipe_into(&unpack)
+    }
+
     /// Whether every object reachable from `tip` but not from `base` is in the
     /// repository's own store (after [`Repo::import_objects`]).
     pub fn objects_complete(&self, tip: &Oid, base: &Oid) -> Result<bool, GitError> {

@@ -435,3 +435,133 @@ fn find(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
     }
     None
 }
+
+/// A multi-repo group (issue 11 §2): the agent's own `git add` and `git commit` work in
+/// every repository of its task folder, confined, with nothing shared writable: one
+/// private object folder for the attempt, every repository's store as an alternate. A
+/// commit naming content only the other repository's store held (the agent's git found
+/// the object there and wrote none), changed again by a later commit so that nothing in
+/// the worktree holds it any more, still lands complete. `rm -rf .git/objects/??` of either
+/// repository fails with EACCES, every user ref is intact and `git fsck` clean in both.
+#[test]
+fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_store() {
+    assert!(
+        weft_engine::contain::landlock_available(),
+        "this kernel does not enforce Landlock; this test needs it"
+    );
+    const REPOS: [&str; 2] = ["api", "web"];
+    for confine in MODES {
+        let weft = Weft::new();
+        std::fs::remove_dir_all(weft.work().join(".git")).unwrap();
+        for repo in REPOS {
+            weft_testkit::TestRepo::init(&weft.work().join(repo), &weft.env);
+        }
+        weft.write("web/shared.txt", "only web's store holds this\n");
+        git(&weft, &["-C", "web", "add", "-A"]);
+        git(&weft, &["-C", "web", "commit", "-qm", "shared"]);
+        weft.ok(&["init"]);
+        let mut script = "echo 'work in api' > api/work.txt\n\
+             echo 'work in web' > web/work.txt\n\
+             echo \"only web's store holds this\" > api/copy.txt\n\
+             for r in api web; do (cd $r && git add -A && git -c user.name=agent -c user.email=a@a commit -qm \"the agent commits in $r\"); echo committed-$r=$?; done\n\
+             (cd api && echo changed > copy.txt && git -c user.name=agent -c user.email=a@a commit -qam 'the agent changes copy.txt'); echo changed=$?\n"
+            .to_owned();
+        // Unconfined, this would really destroy the repositories: only where it must fail.
+        if confine == "auto" {
+            for repo in REPOS {
+                let objects = weft.work().join(repo).join(".git/objects");
+                script.push_str(&format!(
+                    "if rm -rf '{}'/?? 2>err; then echo store-{repo}=removed; else echo \"store-{repo}=denied $(cat err)\"; fi\n",
+                    objects.display()
+                ));
+            }
+        }
+        plan(&weft, &[("both", &script)]);
+        let refs = |weft: &Weft| -> Vec<String> {
+            REPOS
+                .iter()
+                .flat_map(|repo| {
+                    git(
+                        weft,
+                        &[
+                            "-C",
+                            repo,
+                            "for-each-ref",
+                            "--format=%(objectname) %(refname)",
+                        ],
+                    )
+                    .lines()
+                    .filter(|l| !l.contains(" refs/weft/") && !l.contains(" refs/heads/weft/"))
+                    .map(|l| format!("{repo} {l}"))
+                    .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let refs_before = refs(&weft);
+        let done = weft.run(&["run", "--isolated", "-c", &format!("confine={confine}")]);
+        assert_eq!(done.code, 0, "confine={confine}: {}", weft.show(&done));
+        let log = weft.ok(&["log", "both"]).stdout;
+        for repo in REPOS {
+            assert!(
+                log.contains(&format!("committed-{repo}=0")),
+                "confine={confine}: {log}"
+            );
+        }
+        let integration = git(
+            &weft,
+            &[
+                "-C",
+                "api",
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/weft/*/integration",
+            ],
+        );
+        for repo in REPOS {
+            assert_eq!(
+                git(
+                    &weft,
+                    &["-C", repo, "show", &format!("{integration}:work.txt")]
+                ),
+                format!("work in {repo}"),
+                "confine={confine}"
+            );
+            assert!(
+                git(&weft, &["-C", repo, "log", "--format=%s", &integration])
+                    .contains(&format!("the agent commits in {repo}")),
+                "confine={confine}: the agent's own commit in {repo} did not land"
+            );
+        }
+        assert!(log.contains("changed=0"), "confine={confine}: {log}");
+        assert_eq!(
+            git(
+                &weft,
+                &["-C", "api", "show", &format!("{integration}:copy.txt")]
+            ),
+            "changed"
+        );
+        for repo in REPOS {
+            git(
+                &weft,
+                &["-C", repo, "fsck", "--no-dangling", "--connectivity-only"],
+            );
+        }
+        if confine == "auto" {
+            for repo in REPOS {
+                assert!(
+                    log.contains(&format!("store-{repo}=denied")),
+                    "{repo}: {log}"
+                );
+            }
+            assert!(log.contains("Permission denied"), "{log}");
+            assert_eq!(refs(&weft), refs_before);
+            weft.ok(&["handoff", "merge", "--yes"]);
+            for repo in REPOS {
+                assert_eq!(
+                    git(&weft, &["-C", repo, "show", "main:work.txt"]),
+                    format!("work in {repo}")
+                );
+            }
+        }
+    }
+}
