@@ -11,6 +11,7 @@ pub mod hint;
 pub mod interrupt;
 pub mod marker;
 pub mod model;
+pub mod note;
 pub mod prompt;
 pub mod refs;
 pub mod schedule;

@@ -169,6 +169,13 @@ pub struct Check {
     /// A skipped check did not decide the outcome; `detail` says why.
     pub skipped: bool,
     pub detail: String,
+    /// A per-task check command's exit code (`None`: it did not finish, or this check is
+    /// not a command). Kept for the evidence note of a landing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How long a per-task check command ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 /// Pass or fail, with every check that was consulted.

@@ -57,6 +57,8 @@ pub struct CheckRun {
     pub exit_code: Option<i32>,
     /// The end of its output, kept in the check's detail when it fails.
     pub output_tail: String,
+    /// How long it ran, in milliseconds (`None` when it could not start).
+    pub duration_ms: Option<u64>,
 }
 
 /// Everything observed about one attempt.
@@ -279,7 +281,20 @@ fn check(name: &str, passed: bool, skipped: bool, detail: impl Into<String>) -> 
         passed,
         skipped,
         detail: detail.into(),
+        exit_code: None,
+        duration_ms: None,
     }
+}
+
+/// The views a marker can be seen in (see [`Evidence::marker_seen`]).
+const MARKER_VIEWS: [&str; 5] = ["raw", "flattened", "rendered", "final_result", "transcript"];
+
+/// The view a passing `completion_marker` check's `detail` names (the inverse of how
+/// [`judge`] words it), or `None` when it names none of the known views.
+pub fn marker_view(detail: &str) -> Option<&'static str> {
+    MARKER_VIEWS
+        .into_iter()
+        .find(|view| detail == format!("the completion marker was seen {}", seen_where(view)))
 }
 
 /// Where the marker was seen, as a phrase: "in the agent's output".
@@ -522,7 +537,11 @@ fn task_check(run: &CheckRun) -> Check {
         detail.push_str("; its output ends with:\n");
         detail.push_str(tail);
     }
-    check(&check_name(&run.command), passed, false, detail)
+    Check {
+        exit_code: run.exit_code,
+        duration_ms: run.duration_ms,
+        ..check(&check_name(&run.command), passed, false, detail)
+    }
 }
 
 /// Fold the per-task checks into a passing agent verdict.
@@ -1078,6 +1097,7 @@ mod tests {
             command: command.into(),
             exit_code,
             output_tail: tail.into(),
+            duration_ms: Some(5),
         }
     }
 
@@ -1099,7 +1119,11 @@ mod tests {
         );
         assert_eq!(
             v.checks[2],
-            check("check:cargo test", true, false, "exited with code 0")
+            Check {
+                exit_code: Some(0),
+                duration_ms: Some(5),
+                ..check("check:cargo test", true, false, "exited with code 0")
+            }
         );
         let v = decide(
             &Evidence {
@@ -1138,16 +1162,23 @@ mod tests {
         );
         assert_eq!(
             v.checks[3],
-            check(
-                "check:cargo test",
-                false,
-                false,
-                "exited with code 101; its output ends with:\ntest result: FAILED. 1 failed"
-            )
+            Check {
+                exit_code: Some(101),
+                duration_ms: Some(5),
+                ..check(
+                    "check:cargo test",
+                    false,
+                    false,
+                    "exited with code 101; its output ends with:\ntest result: FAILED. 1 failed"
+                )
+            }
         );
         assert_eq!(
             v.checks[4],
-            check("check:cargo clippy", false, false, "did not finish")
+            Check {
+                duration_ms: Some(5),
+                ..check("check:cargo clippy", false, false, "did not finish")
+            }
         );
         let v = decide(
             &Evidence {
@@ -1173,6 +1204,25 @@ mod tests {
         consistent(&v);
         assert_eq!(v.outcome, VerdictOutcome::Fail);
         assert_eq!(v.checks.last().unwrap().name, "check:cargo test");
+    }
+
+    #[test]
+    fn the_marker_view_is_read_back_from_every_passing_verdict() {
+        for view in MARKER_VIEWS {
+            let v = decide(
+                &Evidence {
+                    receives_marker: true,
+                    marker_seen: Some(view.into()),
+                    exit_code: Some(0),
+                    ..Evidence::default()
+                },
+                &[],
+                NOW,
+            );
+            let marker = v.checks.iter().find(|c| c.name == CHECK_MARKER).unwrap();
+            assert_eq!(marker_view(&marker.detail), Some(view));
+        }
+        assert_eq!(marker_view("seen somewhere"), None);
     }
 
     #[test]

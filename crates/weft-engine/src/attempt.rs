@@ -411,9 +411,11 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
     // the length of the check (the monitor ignores a closed channel).
     let (tx, rx) = mpsc::channel();
     drop(rx);
+    let started = std::time::Instant::now();
     match executor.start(&spec, options, tx) {
         Ok(check) => {
             let outcome = check.wait();
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let mut tail = outcome.tail;
             if outcome.timed_out {
                 tail.push_str("\n[weft: check timed out]");
@@ -426,12 +428,14 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
                     outcome.exit_code
                 },
                 output_tail: tail,
+                duration_ms: Some(duration_ms),
             }
         }
         Err(e) => CheckRun {
             command: command.to_owned(),
             exit_code: None,
             output_tail: e,
+            duration_ms: None,
         },
     }
 }

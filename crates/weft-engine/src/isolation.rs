@@ -682,12 +682,12 @@ impl Isolation {
     }
 
     /// Land the attempt's branch (committed by [`Isolation::commit`]) on the integration
-    /// branch of every repository, all or nothing.
+    /// branch of every repository, all or nothing, as merge commits with `message`
+    /// (`evidence::landing_message`: weft's subject and trailers).
     /// `expected`: the integration tips weft recorded (checked by
     /// [`Isolation::check_integration`]); the integration ref and weft's record move
     /// together, only from there.
-    pub fn land(&self, cut: &Cut, task: &Task, expected: &[Oid]) -> Result<Landing, EngineError> {
-        let message = format!("weft: land task {}: {}", task.order, task.title);
+    pub fn land(&self, cut: &Cut, message: &str, expected: &[Oid]) -> Result<Landing, EngineError> {
         let record = self.record_ref();
         let mut landed: Vec<(usize, Oid, Oid)> = Vec::new();
         let mut merges = Vec::new();
@@ -702,7 +702,7 @@ impl Isolation {
                     &expected[part.slot],
                     &cut.branch,
                     &part.cut_from,
-                    &message,
+                    message,
                 )
                 .map_err(git_error);
             let failure = match outcome {

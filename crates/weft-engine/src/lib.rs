@@ -18,6 +18,7 @@ pub mod contain;
 pub mod control;
 mod engine;
 mod error;
+pub mod evidence;
 mod executor;
 mod failpoint;
 mod first_start;

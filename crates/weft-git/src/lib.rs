@@ -20,6 +20,8 @@
 //!     [`Repo::merge_in_worktree`] (a repair attempt's starting point);
 //!   - landing without a checkout: [`Repo::land`], [`Repo::land_onto`];
 //!   - taking landings back out without a checkout: [`Repo::rebuild_without`];
+//!   - notes and commits in bulk (the `notes` module): [`Repo::set_note`],
+//!     [`Repo::notes_of`], [`Repo::commit_objects`], [`Repo::first_parents`];
 //!   - handoff: [`Repo::diff_stat`], [`Repo::diff`], [`Repo::merge_preflight`],
 //!     [`Repo::merge_into_checked_out`], which is [`Repo::prepare_merge`] (no checkout
 //!     touched) then [`Repo::apply_merge`] (idempotent; [`Repo::unapply_merge`] undoes
@@ -46,6 +48,7 @@ mod error;
 mod guard;
 mod handoff;
 mod land;
+mod notes;
 mod oid;
 mod rebuild;
 mod repo;
@@ -60,6 +63,7 @@ pub use handoff::{
     PATHS_SHOWN, Preflight, Prepared, PreparedMerge, WorktreeMerge, list_paths,
 };
 pub use land::Landing;
+pub use notes::{CommitObject, MESSAGE_LIMIT, NOTE_LIMIT};
 pub use oid::{InvalidOid, Oid};
 pub use rebuild::Rebuild;
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Head, Repo, branch_ref};

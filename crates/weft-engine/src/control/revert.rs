@@ -178,6 +178,7 @@ impl Revert {
         (self.isolation.check_integration())
             .map_err(|f| f.into_error("rebuilding the integration branch"))?;
         let mut moved: Vec<(usize, Oid, Oid)> = Vec::new();
+        let mut recreated: Vec<(usize, Vec<(Oid, Oid)>)> = Vec::new();
         let mut reapplied = 0;
         for (slot_index, drops) in self.drops.iter().enumerate() {
             if drops.is_empty() {
@@ -194,6 +195,7 @@ impl Revert {
                 }) => {
                     reapplied += again.len();
                     moved.push((slot_index, old_tip, new_tip));
+                    recreated.push((slot_index, again));
                     None
                 }
                 // Already taken out (a rerun after a crash): nothing to move here.
@@ -235,6 +237,15 @@ impl Revert {
                 .update_ref_cas(&record, new_tip, Some(old_tip))
                 .map_err(git_error)?;
         }
+        // The re-applied landings are new commits: their evidence notes come along (a
+        // crash before this is repaired by the next `weft run`, `evidence::repair`).
+        let mut uncarried = None;
+        for (slot_index, pairs) in &recreated {
+            let repo = &self.isolation.slots[*slot_index].repo;
+            if let Err(e) = crate::evidence::carry(repo, pairs) {
+                uncarried = Some(e);
+            }
+        }
         let tasks = self.tasks();
         let update = TaskUpdate {
             status: Some(TaskStatus::Pending),
@@ -256,6 +267,11 @@ impl Revert {
             list_tasks(&tasks)
         )];
         lines.push(format!("pending again: {}", list_tasks(&tasks)));
+        if let Some(e) = uncarried {
+            lines.push(format!(
+                "the evidence notes of the re-applied landings could not all be carried: {e}; the next `weft run` writes them"
+            ));
+        }
         Ok(ControlReport { lines })
     }
 }

@@ -32,6 +32,16 @@ pub(crate) enum Then {
     Recovered(Box<Attempt>),
 }
 
+impl Then {
+    /// The attempt that lands.
+    pub fn attempt(&self) -> &Attempt {
+        match self {
+            Then::Finish(ended) => &ended.live.attempt,
+            Then::Recovered(attempt) => attempt,
+        }
+    }
+}
+
 /// One attempt waiting to land.
 pub(crate) struct Waiting {
     pub task: Task,
@@ -151,8 +161,9 @@ pub(crate) fn land(
             Err(e) => return Outcome::Landing(failed(&e)),
         }
     }
+    let message = crate::evidence::landing_message(waiting.then.attempt(), task);
     let landing = iso
-        .land(cut, task, &expected)
+        .land(cut, &message, &expected)
         .unwrap_or_else(|e| failed(&e));
     if landing.is_landed() && !keep {
         executor.discard(cut);

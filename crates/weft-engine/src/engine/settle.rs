@@ -3,6 +3,7 @@
 //! what a failure or a pass changes downstream.
 
 use weft_core::event::{Event, EventKind, TranscriptFound, Usage};
+use weft_core::note::TranscriptSeen;
 use weft_core::prompt::{TAIL_CHARS, tail_chars};
 use weft_core::verdict::{Cancelled, Evidence, decide, settle, with_landing};
 use weft_core::{
@@ -205,6 +206,12 @@ impl RunLoop<'_> {
                     continue;
                 }
             };
+            let attempt_id = waiting.then.attempt().id.clone();
+            let seen = match &waiting.then {
+                Then::Finish(ended) => transcript_seen(&ended.result),
+                Then::Recovered(_) => TranscriptSeen::default(),
+            };
+            let merged = matches!(landed, Landing::Landed { .. });
             match waiting.then {
                 Then::Finish(ended) => self.record_end(*ended, Some(landed))?,
                 Then::Recovered(attempt) => {
@@ -212,6 +219,43 @@ impl RunLoop<'_> {
                 }
             }
             crate::failpoint::hit("landing_recorded");
+            if merged {
+                self.attach_evidence(&attempt_id, &seen)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Attach a recorded landing's evidence to its merge commit (`evidence::attach`). A
+    /// note that cannot be written is a notice: the work landed, and the next start
+    /// writes the note (`evidence::repair`).
+    fn attach_evidence(
+        &mut self,
+        attempt_id: &str,
+        seen: &TranscriptSeen,
+    ) -> Result<(), EngineError> {
+        let (Some(iso), Some(attempt)) =
+            (self.isolation.as_deref(), self.store.attempt(attempt_id)?)
+        else {
+            return Ok(());
+        };
+        let plan = self.view.plan();
+        let Some(task) = plan.task(&attempt.task_id) else {
+            return Ok(());
+        };
+        let failed = crate::evidence::attach(iso, plan, task, &attempt, seen)
+            .err()
+            .map(|e| {
+                format!(
+                    "the evidence note of task {}'s landing could not be written: {e}; the next `weft run` writes it",
+                    task.order
+                )
+            });
+        crate::failpoint::hit("evidence_attached");
+        if let Some(text) = failed {
+            let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
+            self.store
+                .record_event(Some(&self.config.plan_id), event, now())?;
         }
         Ok(())
     }
@@ -500,6 +544,19 @@ impl RunLoop<'_> {
     }
 }
 
+/// What the attempt's end knew of its transcript, for its evidence note.
+fn transcript_seen(result: &AttemptResult) -> TranscriptSeen {
+    result
+        .transcript
+        .as_ref()
+        .filter(|t| !t.weak)
+        .map(|t| TranscriptSeen {
+            path: Some(t.path.display().to_string()),
+            marker_found: t.marker_found,
+        })
+        .unwrap_or_default()
+}
+
 /// The name of the check a guard's refusal adds to a verdict.
 pub(crate) const CHECK_GIT_GUARD: &str = "git_guard";
 
@@ -521,6 +578,8 @@ fn refused(mut verdict: Verdict, why: &str) -> Verdict {
         passed: false,
         skipped: false,
         detail: why.to_owned(),
+        exit_code: None,
+        duration_ms: None,
     });
     verdict
 }

@@ -213,7 +213,23 @@ impl RunLoop<'_> {
                 then: Then::Recovered(Box::new(attempt)),
             });
         }
-        self.land_waiting()
+        self.land_waiting()?;
+        self.repair_evidence(&iso)
+    }
+
+    /// Landings recorded before a crash whose note was not written get it now
+    /// (`evidence::repair`); a failure is a notice, the next start tries again.
+    fn repair_evidence(&mut self, iso: &Isolation) -> Result<(), EngineError> {
+        let base = self.store.run(&self.run_id)?.and_then(|r| r.base_ref);
+        let repaired = crate::evidence::repair(iso, &self.store, self.view.plan(), base.as_deref());
+        if let Err(e) = repaired {
+            let text =
+                format!("the evidence notes of this run's landings could not be checked: {e}");
+            let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
+            self.store
+                .record_event(Some(&self.config.plan_id), event, now())?;
+        }
+        Ok(())
     }
 
     /// Before running: interrupted or stale in-progress tasks go back in line; with

@@ -5,6 +5,7 @@ mod commit;
 mod guard;
 mod handoff;
 mod land;
+mod notes;
 mod rebuild;
 mod refs;
 mod repo;

@@ -26,7 +26,7 @@ fn events_schema_matches_the_committed_copy() {
 /// Where `value` breaks `schema`, or `None`. Knows exactly the keywords schemars writes
 /// for our types and refuses any other, so a schema it cannot check fails the test
 /// instead of passing it.
-fn violation(root: &Value, schema: &Value, value: &Value, at: &str) -> Option<String> {
+pub(crate) fn violation(root: &Value, schema: &Value, value: &Value, at: &str) -> Option<String> {
     let schema = match schema {
         Value::Bool(true) => return None,
         Value::Bool(false) => return Some(format!("{at}: nothing is allowed here")),

@@ -12,6 +12,7 @@ mod demo;
 mod engine;
 mod environment;
 mod events;
+mod evidence;
 mod guards;
 mod help;
 mod isolation;

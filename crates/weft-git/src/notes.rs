@@ -1,0 +1,243 @@
+//! Git notes: text attached to commits under a notes ref (weft's evidence lives under
+//! `refs/notes/weft`), and reading commits in bulk.
+//!
+//! Contract:
+//!
+//! - **Reading** is bulk and bounded in processes: [`Repo::commit_objects`] reads the tree
+//!   and message of any number of commits with one `git cat-file --batch`;
+//!   [`Repo::notes_of`] reads the notes of any number of commits with one `git notes list`
+//!   and one `git cat-file --batch`. A note over [`NOTE_LIMIT`] bytes is refused as
+//!   [`GitError::Unexpected`] rather than read into memory whole; a message is cut at
+//!   [`MESSAGE_LIMIT`].
+//! - **Writing** ([`Repo::set_note`]) is one `git notes --ref <ref> add -f -F -`: git
+//!   writes the blob, the notes tree (with its own fan-out) and a notes commit whose
+//!   parent is the ref's old commit, then moves the ref under its lock. It is not a
+//!   compare-and-swap against a value the caller read: two writers at once could lose one
+//!   note (never corrupt the ref). Why not plumbing with a compare-and-swap (`hash-object`,
+//!   `mktree`, `commit-tree`, `update-ref <new> <old>`): that is five or six processes per
+//!   note where this is one, and the note is written on every landing; measured on the
+//!   benchmark machine, plumbing cost about three times as much (`cargo bench -p weft-git
+//!   --bench notes`). The caller keeps to one writer at a time (weft writes notes only
+//!   from the engine, which holds the run, or from a control command that refuses while
+//!   an engine runs).
+//! - Only the notes ref moves; no checkout, index or other ref is read or written. A crash
+//!   leaves the ref at its old commit or at the new one.
+
+use crate::repo::{lossy, parse_oid};
+use crate::{GitError, Oid, Repo};
+
+/// The longest note [`Repo::notes_of`] reads.
+pub const NOTE_LIMIT: usize = 1024 * 1024;
+/// The longest commit message [`Repo::commit_objects`] keeps (the rest is cut).
+pub const MESSAGE_LIMIT: usize = 64 * 1024;
+
+/// A commit's tree and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitObject {
+    pub commit: Oid,
+    pub tree: Oid,
+    pub parents: Vec<Oid>,
+    /// Cut at [`MESSAGE_LIMIT`] bytes.
+    pub message: String,
+}
+
+impl Repo {
+    /// The tree, parents and message of each of `commits` (in the same order), with one
+    /// `git cat-file --batch`. A commit that does not exist is
+    /// [`GitError::UnknownRevision`].
+    pub fn commit_objects(&self, commits: &[Oid]) -> Result<Vec<CommitObject>, GitError> {
+        if commits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut input = String::new();
+        for commit in commits {
+            input.push_str(commit.as_str());
+            input.push('\n');
+        }
+        let call = self
+            .read()
+            .args(["cat-file", "--batch"])
+            .stdin(input.into_bytes());
+        let out = call.run()?;
+        let objects = parse_batch(&call, &out.stdout, commits.len())?;
+        let mut found = Vec::with_capacity(commits.len());
+        for (commit, object) in commits.iter().zip(objects) {
+            let Some((kind, body)) = object else {
+                return Err(GitError::UnknownRevision {
+                    repo: self.root().to_owned(),
+                    rev: commit.as_str().to_owned(),
+                });
+            };
+            if kind != "commit" {
+                return Err(GitError::UnknownRevision {
+                    repo: self.root().to_owned(),
+                    rev: format!("{} (a {kind}, not a commit)", commit.as_str()),
+                });
+            }
+            found.push(parse_commit(&call, commit, body)?);
+        }
+        Ok(found)
+    }
+
+    /// Up to `limit` commits of `tip`'s first-parent history, newest first, stopping
+    /// before `stop` (excluded, with its own history) when given.
+    pub fn first_parents(
+        &self,
+        tip: &Oid,
+        stop: Option<&Oid>,
+        limit: usize,
+    ) -> Result<Vec<Oid>, GitError> {
+        let mut call = self
+            .read()
+            .args(["rev-list", "--first-parent"])
+            .arg(format!("--max-count={limit}"))
+            .arg(tip.as_str());
+        if let Some(stop) = stop {
+            call = call.arg(format!("^{}", stop.as_str()));
+        }
+        let text = call.text()?;
+        text.lines().map(|line| parse_oid(&call, line)).collect()
+    }
+
+    /// The note of each of `commits` under `notes_ref` (a full ref, `refs/notes/...`), in
+    /// the same order; `None` where a commit has none (or the ref does not exist).
+    pub fn notes_of(
+        &self,
+        notes_ref: &str,
+        commits: &[Oid],
+    ) -> Result<Vec<Option<String>>, GitError> {
+        self.check_full_ref(notes_ref)?;
+        if commits.is_empty() || self.ref_target(notes_ref)?.is_none() {
+            return Ok(vec![None; commits.len()]);
+        }
+        let call = self.read().args(["notes", "--ref", notes_ref, "list"]);
+        let text = call.text()?;
+        let mut blob_of: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        for line in text.lines() {
+            if let Some((blob, object)) = line.split_once(' ') {
+                blob_of.insert(object, blob);
+            }
+        }
+        let wanted: Vec<Option<&str>> = commits
+            .iter()
+            .map(|c| blob_of.get(c.as_str()).copied())
+            .collect();
+        let blobs: Vec<&str> = wanted.iter().flatten().copied().collect();
+        if blobs.is_empty() {
+            return Ok(vec![None; commits.len()]);
+        }
+        let mut input = String::new();
+        for blob in &blobs {
+            input.push_str(blob);
+            input.push('\n');
+        }
+        // Sizes first, so a huge note is refused before it is read.
+        let check = self
+            .read()
+            .args(["cat-file", "--batch-check"])
+            .stdin(input.clone().into_bytes());
+        for line in check.text()?.lines() {
+            let size: usize = line
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if size > NOTE_LIMIT {
+                return Err(check.unexpected(format!(
+                    "a note under {notes_ref} is {size} bytes, over the {NOTE_LIMIT} this reads"
+                )));
+            }
+        }
+        let call = self
+            .read()
+            .args(["cat-file", "--batch"])
+            .stdin(input.into_bytes());
+        let out = call.run()?;
+        let mut texts = parse_batch(&call, &out.stdout, blobs.len())?
+            .into_iter()
+            .map(|object| object.map(|(_, body)| lossy(body)));
+        Ok(wanted
+            .iter()
+            .map(|w| w.and_then(|_| texts.next().flatten()))
+            .collect())
+    }
+
+    /// Attach `text` to `commit` as its note under `notes_ref`, replacing the one there
+    /// (one `git notes add -f -F -`; see the module's contract).
+    pub fn set_note(&self, notes_ref: &str, commit: &Oid, text: &str) -> Result<(), GitError> {
+        self.check_full_ref(notes_ref)?;
+        let identity = self.identity_config()?.to_vec();
+        let call = self
+            .call()
+            .config(&identity)
+            .args(["notes", "--ref", notes_ref, "add", "-f", "-F", "-"])
+            .arg(commit.as_str())
+            .stdin(text.as_bytes().to_vec());
+        call.run()?;
+        Ok(())
+    }
+}
+
+/// One object `git cat-file --batch` printed: its type and content.
+type BatchObject<'b> = (String, &'b [u8]);
+
+/// Parse `git cat-file --batch` output for `count` requests: each object's type and
+/// content, or `None` for a missing one.
+fn parse_batch<'b>(
+    call: &crate::cmd::Call<'_>,
+    mut stdout: &'b [u8],
+    count: usize,
+) -> Result<Vec<Option<BatchObject<'b>>>, GitError> {
+    let mut objects = Vec::with_capacity(count);
+    for _ in 0..count {
+        let newline = memchr::memchr(b'\n', stdout)
+            .ok_or_else(|| call.unexpected("a cut-short object header"))?;
+        let header = lossy(&stdout[..newline]);
+        stdout = &stdout[newline + 1..];
+        let fields: Vec<&str> = header.split(' ').collect();
+        match fields.as_slice() {
+            [_, "missing"] | [_, "ambiguous"] => objects.push(None),
+            [_, kind, size] => {
+                let size: usize = size
+                    .parse()
+                    .map_err(|_| call.unexpected(format!("object header {header:?}")))?;
+                if stdout.len() < size + 1 {
+                    return Err(call.unexpected("a cut-short object"));
+                }
+                objects.push(Some(((*kind).to_owned(), &stdout[..size])));
+                stdout = &stdout[size + 1..];
+            }
+            _ => return Err(call.unexpected(format!("object header {header:?}"))),
+        }
+    }
+    Ok(objects)
+}
+
+fn parse_commit(
+    call: &crate::cmd::Call<'_>,
+    commit: &Oid,
+    body: &[u8],
+) -> Result<CommitObject, GitError> {
+    let (headers, message) = match memchr::memmem::find(body, b"\n\n") {
+        Some(at) => (&body[..at], &body[at + 2..]),
+        None => (body, &[][..]),
+    };
+    let mut tree = None;
+    let mut parents = Vec::new();
+    for line in headers.split(|&b| b == b'\n') {
+        if let Some(id) = line.strip_prefix(b"tree ") {
+            tree = Oid::parse(&lossy(id));
+        } else if let Some(id) = line.strip_prefix(b"parent ") {
+            parents.extend(Oid::parse(&lossy(id)));
+        }
+    }
+    let tree =
+        tree.ok_or_else(|| call.unexpected(format!("commit {} has no tree", commit.short())))?;
+    let message = &message[..message.len().min(MESSAGE_LIMIT)];
+    Ok(CommitObject {
+        commit: commit.clone(),
+        tree,
+        parents,
+        message: lossy(message),
+    })
+}
