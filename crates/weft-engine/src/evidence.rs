@@ -326,3 +326,139 @@ fn transcripts_of(store: &Store, plan_id: &str) -> HashMap<String, TranscriptSee
     }
     found
 }
+
+/// Where the evidence commands look: the workspace's repositories and the plan's current
+/// run.
+#[derive(Debug)]
+pub struct Scope {
+    /// Each repository: its folder name inside a group ("" for a single repository).
+    pub repos: Vec<(String, Repo)>,
+    /// The plan's open run, else its latest, when it has an integration branch.
+    pub run: Option<RunScope>,
+}
+
+/// A run's integration branch in each repository of a [`Scope`].
+#[derive(Debug)]
+pub struct RunScope {
+    pub id: String,
+    /// `weft/<run>/integration`.
+    pub branch: String,
+    /// Per repository (in [`Scope::repos`] order): the integration tip (`None`: the
+    /// branch is gone) and the run's base.
+    pub tips: Vec<Option<Oid>>,
+    pub bases: Vec<Option<Oid>>,
+}
+
+/// The [`Scope`] of `plan_id` (if there is a store and a plan) in `workspace`.
+pub fn scope(
+    store: Option<&Store>,
+    plan_id: Option<&str>,
+    workspace: &std::path::Path,
+    state_dir: &std::path::Path,
+    repos: &[String],
+) -> Result<Scope, EngineError> {
+    let iso = Isolation::existing(workspace, state_dir, repos, "-")?;
+    let run = match (store, plan_id) {
+        (Some(store), Some(plan_id)) => current_run(store, plan_id)?,
+        _ => None,
+    };
+    let run = match run {
+        Some(run) => {
+            let branch = format!("weft/{}/integration", run.id);
+            let reference = weft_git::branch_ref(&branch);
+            let mut tips = Vec::new();
+            for slot in &iso.slots {
+                tips.push(slot.repo.ref_target(&reference).map_err(git_error)?);
+            }
+            let bases = run
+                .base_ref
+                .as_deref()
+                .and_then(|b| decode(&iso.slots, b))
+                .map(|b| b.into_iter().map(Some).collect())
+                .unwrap_or_else(|| vec![None; iso.slots.len()]);
+            Some(RunScope {
+                id: run.id,
+                branch,
+                tips,
+                bases,
+            })
+        }
+        None => None,
+    };
+    Ok(Scope {
+        repos: iso.slots.into_iter().map(|s| (s.name, s.repo)).collect(),
+        run,
+    })
+}
+
+/// The plan's open run, else the run of its latest attempt, if it was isolated.
+fn current_run(store: &Store, plan_id: &str) -> Result<Option<weft_core::Run>, EngineError> {
+    let run = match store.open_run(plan_id)? {
+        Some(run) => Some(run),
+        None => match store.attempts_of_plan(plan_id)?.last() {
+            Some(attempt) => store.run(&attempt.run_id)?,
+            None => None,
+        },
+    };
+    Ok(run.filter(|r| r.integration_branch.is_some()))
+}
+
+/// One walk of a check: a repository of a [`Scope`] (its index), a tip and where the walk
+/// stops.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    pub repo: usize,
+    pub tip: Oid,
+    pub stop: Option<Oid>,
+}
+
+impl Scope {
+    /// The first repository `rev` names a commit in, and the commit.
+    pub fn resolve(&self, rev: &str) -> Result<Option<(usize, Oid)>, EngineError> {
+        for (index, (_, repo)) in self.repos.iter().enumerate() {
+            if let Some(commit) = repo.rev_parse(rev).map_err(git_error)? {
+                return Ok(Some((index, commit)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The tip of the run's integration branch in the first repository that has it.
+    pub fn run_tip(&self) -> Option<(usize, Oid)> {
+        let run = self.run.as_ref()?;
+        run.tips
+            .iter()
+            .enumerate()
+            .find_map(|(index, tip)| tip.clone().map(|t| (index, t)))
+    }
+
+    /// The run's integration branch since its base, in each repository that has it.
+    pub fn run_walks(&self) -> Vec<Walk> {
+        let Some(run) = &self.run else {
+            return Vec::new();
+        };
+        run.tips
+            .iter()
+            .zip(&run.bases)
+            .enumerate()
+            .filter_map(|(repo, (tip, base))| {
+                tip.clone().map(|tip| Walk {
+                    repo,
+                    tip,
+                    stop: base.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// `commit` of repository `repo` with its note.
+    pub fn read(&self, repo: usize, commit: &Oid) -> Result<Landed, EngineError> {
+        let mut read = read(&self.repos[repo].1, std::slice::from_ref(commit))?;
+        Ok(read.pop().expect("one commit read"))
+    }
+
+    /// The landings of `walk` ([`landings_between`]).
+    pub fn landings(&self, walk: &Walk) -> Result<(Vec<Landed>, bool), EngineError> {
+        landings_between(&self.repos[walk.repo].1, &walk.tip, walk.stop.as_ref())
+    }
+}

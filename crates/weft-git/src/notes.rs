@@ -15,11 +15,10 @@
 //!   compare-and-swap against a value the caller read: two writers at once could lose one
 //!   note (never corrupt the ref). Why not plumbing with a compare-and-swap (`hash-object`,
 //!   `mktree`, `commit-tree`, `update-ref <new> <old>`): that is five or six processes per
-//!   note where this is one, and the note is written on every landing; measured on the
-//!   benchmark machine, plumbing cost about three times as much (`cargo bench -p weft-git
-//!   --bench notes`). The caller keeps to one writer at a time (weft writes notes only
-//!   from the engine, which holds the run, or from a control command that refuses while
-//!   an engine runs).
+//!   note where this is one, and the note is written on every landing (`cargo bench -p
+//!   weft-git --bench notes` prints both). The caller keeps to one writer at a time (weft
+//!   writes notes only from the engine, which holds the run, or from a control command
+//!   that refuses while an engine runs).
 //! - Only the notes ref moves; no checkout, index or other ref is read or written. A crash
 //!   leaves the ref at its old commit or at the new one.
 

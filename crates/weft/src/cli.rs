@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    approvals, attach, cancel, complete, completions, config, demo, events, force_start, handoff,
-    init, log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve, sessions,
-    skip, status, stop, task, transcript, tui, uncomplete, verify,
+    approvals, attach, cancel, complete, completions, config, demo, events, evidence, force_start,
+    handoff, init, log, man, manual, plan, prompt, rearm, repair, retry, run, runners, serve,
+    sessions, skip, status, stop, task, transcript, tui, uncomplete, verify,
 };
 
 /// weft turns a goal into a plan of coding-agent tasks, runs each task in a fresh agent
@@ -100,6 +100,8 @@ pub enum Command {
     Man(man::Args),
     /// Print the plan's event log; `weft events schema` prints the events' JSON Schema.
     Events(events::Args),
+    /// Show a landing's evidence (its git note); `--check` finds landings without it.
+    Evidence(evidence::Args),
     /// Serve the workspace's local API, live events and dashboard on 127.0.0.1.
     Serve(serve::Args),
     /// The terminal UI: the plan, the live agents and every control in one terminal.

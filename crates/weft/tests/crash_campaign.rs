@@ -1207,3 +1207,34 @@ fn a_run_killed_during_a_bisect_or_a_rebuild_leaves_a_recorded_tip_and_the_next_
         assert_eq!(quarantined, 1, "killed at {point}");
     }
 }
+
+/// Issue 15: a kill between a landing's record and its evidence note (at
+/// `landing_recorded`, before the note is written) leaves a landing without its note; the
+/// next run writes it, so every landing ends with its note.
+#[test]
+fn a_kill_between_a_landing_and_its_evidence_note_is_repaired_by_the_next_run() {
+    let space = Space::new(&small_plan(3, "printf '{n}\\n' >> t{n}.txt"));
+    killed_at(&space, "landing_recorded");
+    let integration = format!("refs/heads/weft/{}/integration", space.run_id());
+    let landed = space.git(&["log", "--first-parent", "--format=%H %s", &integration]);
+    let first = landed
+        .lines()
+        .find(|l| l.contains(" weft: land task "))
+        .and_then(|l| l.split(' ').next())
+        .expect("one landing before the kill")
+        .to_owned();
+    let note = space
+        .env
+        .command("git")
+        .args(["notes", "--ref", "refs/notes/weft", "show", &first])
+        .output()
+        .unwrap();
+    assert!(
+        !note.status.success(),
+        "the note was written before the kill"
+    );
+    run_to_end(&space);
+    let (ok, said) = weft_out(&space, &["evidence", "--check"]);
+    assert!(ok, "{said}");
+    assert!(said.contains("3 landing(s) checked"), "{said}");
+}

@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod events;
+pub mod evidence;
 pub mod force_start;
 pub mod handoff;
 pub mod init;
@@ -68,6 +69,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
         Command::Events(args) => events::run(args, globals),
+        Command::Evidence(args) => evidence::run(args, globals),
         Command::Serve(args) => serve::run(args, globals),
         Command::Tui(args) => tui::run(args, globals),
         Command::Attach(args) => attach::run(args, globals),
