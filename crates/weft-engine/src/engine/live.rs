@@ -82,6 +82,8 @@ pub(super) fn over_budget(mut verdict: Verdict, why: &str) -> Verdict {
         passed: false,
         skipped: false,
         detail: why.to_owned(),
+        exit_code: None,
+        duration_ms: None,
     });
     verdict
 }

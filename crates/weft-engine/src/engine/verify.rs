@@ -291,6 +291,7 @@ impl RunLoop<'_> {
             command: String::new(),
             exit_code: None,
             output_tail: String::new(),
+            duration_ms: None,
         });
         let Some(from) = self.last_green() else {
             self.verify.stuck = Some(tip.clone());
@@ -337,6 +338,7 @@ impl RunLoop<'_> {
                 command: String::new(),
                 exit_code: None,
                 output_tail: String::new(),
+                duration_ms: None,
             });
         let before = if culprit == 1 {
             from.clone()
@@ -499,6 +501,8 @@ impl RunLoop<'_> {
             passed: false,
             skipped: false,
             detail: tail.clone(),
+            exit_code: None,
+            duration_ms: None,
         });
         let requeued_names: Vec<String> = journal.requeued.clone();
         let conflicted_names: Vec<String> =
@@ -629,6 +633,7 @@ impl RunLoop<'_> {
 
     /// `tip` passed: it is the green tip, and every landing it holds is met.
     fn turn_green(&mut self, tip: &Oid) -> Result<(), EngineError> {
+        self.record_evidence(tip);
         let update = VerifyUpdate {
             green: Some(Some(tip.as_str().to_owned())),
             ..VerifyUpdate::default()
@@ -638,6 +643,26 @@ impl RunLoop<'_> {
         self.verify.green = Some(tip.clone());
         self.view.verified_all();
         Ok(())
+    }
+
+    /// The evidence notes of the landings `tip` holds beyond the last green tip name the
+    /// verification that covered them. Best effort: a note left without it says `null`,
+    /// which is true (weft cannot show that this verification covered it), and the
+    /// verification itself is recorded in the store either way.
+    fn record_evidence(&self, tip: &Oid) {
+        let (Some(repo), Some(from)) = (self.verify_repo(), self.last_green()) else {
+            return;
+        };
+        let Ok(landings) = repo.first_parents_between(&from, tip) else {
+            return;
+        };
+        let record = crate::evidence::VerificationRecord {
+            commands: self.verify.commands.clone(),
+            tip: tip.as_str().to_owned(),
+            result: crate::evidence::VerificationResult::Passed,
+            at: now(),
+        };
+        let _ = crate::evidence::record_verification(&repo, &landings, &record);
     }
 
     fn record_run_event(&mut self, kind: EventKind) -> Result<(), EngineError> {
@@ -780,6 +805,7 @@ fn run_commands(
                 output_tail: format!(
                     "the integration checkout could not be moved to the tip: {error}"
                 ),
+                duration_ms: None,
             }]);
         }
     };
@@ -949,10 +975,12 @@ pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
 }
 
 /// Issue 15 §2's call site: the evidence notes of the landings a rebuild re-created
-/// (`weft_engine::evidence::carry(repo, &[(old, new)])`, the `evidence` work) are carried
-/// over here. That module is not on this branch yet, so nothing is carried: this is the
-/// one place to call it.
-fn carry_evidence(_repo: &Repo, _reapplied: &[(Oid, Oid)]) {}
+/// (`weft_engine::evidence::carry`) are carried over here. Best effort: a note a crash or
+/// an error left behind names the old tree, and the next start's `evidence::repair`
+/// re-creates it.
+fn carry_evidence(repo: &Repo, reapplied: &[(Oid, Oid)]) {
+    let _ = crate::evidence::carry(repo, reapplied);
+}
 
 /// Back to pending, with a verdict that says why.
 fn pending_with(why: &str) -> TaskUpdate {
