@@ -44,7 +44,6 @@ fn run_id(weft: &Weft) -> String {
     .to_owned()
 }
 
-/// Every ref outside `refs/weft/` and the run's own `weft/` branches, with its sha.
 /// Every ref but weft's own (its branches, `refs/weft/`, and its evidence notes).
 fn user_refs(weft: &Weft) -> Vec<String> {
     git(weft, &["for-each-ref", "--format=%(objectname) %(refname)"])
@@ -496,7 +495,11 @@ fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_
                         ],
                     )
                     .lines()
-                    .filter(|l| !l.contains(" refs/weft/") && !l.contains(" refs/heads/weft/"))
+                    .filter(|l| {
+                        !l.contains(" refs/weft/")
+                            && !l.contains(" refs/heads/weft/")
+                            && !l.ends_with(" refs/notes/weft")
+                    })
                     .map(|l| format!("{repo} {l}"))
                     .collect::<Vec<_>>()
                 })
