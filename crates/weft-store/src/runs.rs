@@ -373,17 +373,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
         let log = self.event_log();
-        self.write(|tx| {
-            tx.execute(
-                "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
-                 ended_at = ?3 WHERE id = ?1",
-                params![run_id, status.as_str(), now],
-            )
-            .map_err(&sql)?;
-            let ended = Event::new(EventKind::RunEnded { status, totals }).run(run_id);
-            log.append(tx, Some(plan_id), ended, now).map_err(&sql)?;
-            Ok(())
-        })
+        self.write(|tx| end_run(tx, &log, run_id, plan_id, status, totals, now).map_err(&sql))
     }
 
     /// [`Store::release_run`] and, in the same transaction, put `tasks` (id, status it
@@ -401,18 +391,7 @@ impl Store {
         let sql = self.mapper();
         let log = self.event_log();
         self.write(|tx| {
-            tx.execute(
-                "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
-                 ended_at = ?3 WHERE id = ?1",
-                params![run_id, status.as_str(), now],
-            )
-            .map_err(&sql)?;
-            let ended = Event::new(EventKind::RunEnded {
-                status,
-                totals: None,
-            })
-            .run(run_id);
-            log.append(tx, Some(plan_id), ended, now).map_err(&sql)?;
+            end_run(tx, &log, run_id, plan_id, status, None, now).map_err(&sql)?;
             for (task_id, was) in tasks {
                 tx.execute(
                     "UPDATE tasks SET status = ?3, verdict = NULL, output = NULL
@@ -760,4 +739,25 @@ impl Store {
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0))
             .map_err(&sql)
     }
+}
+
+/// The run ended (`status`): its engine released, `ended_at` set, `run_ended` stored; the
+/// one way [`Store::release_run`] and [`Store::release_run_resetting`] end a run.
+fn end_run(
+    tx: &rusqlite::Transaction<'_>,
+    log: &crate::rows::EventLog,
+    run_id: &str,
+    plan_id: &str,
+    status: RunStatus,
+    totals: Option<RunTotals>,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE runs SET status = ?2, engine_pid = NULL, engine_start_ticks = NULL,
+         ended_at = ?3 WHERE id = ?1",
+        params![run_id, status.as_str(), now],
+    )?;
+    let ended = Event::new(EventKind::RunEnded { status, totals }).run(run_id);
+    log.append(tx, Some(plan_id), ended, now)?;
+    Ok(())
 }
