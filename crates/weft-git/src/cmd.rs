@@ -32,6 +32,22 @@ const MAX_BACKOFF: Duration = Duration::from_millis(100);
 /// terminal's signal killed it (see [`Call::output`]).
 const RESPAWN_LIMIT: u32 = 3;
 
+/// Whether `lock` is the lock file of one of weft's own refs (a task or integration
+/// branch under `refs/heads/weft/`, or weft's records under `refs/weft/`).
+fn is_weft_ref_lock(lock: &Path) -> bool {
+    let text = lock.to_string_lossy();
+    text.ends_with(".lock") && (text.contains("/refs/heads/weft/") || text.contains("/refs/weft/"))
+}
+
+/// Whether the file at `path` was last changed more than `age` ago.
+fn older_than(path: &Path, age: Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|elapsed| elapsed > age)
+}
+
 /// The signals a terminal or a `kill` of a whole process group sends.
 fn is_group_signal(signal: i32) -> bool {
     // SIGHUP 1, SIGINT 2, SIGQUIT 3, SIGTERM 15 on Linux.
@@ -409,6 +425,7 @@ impl<'a> Call<'a> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempts = 0u32;
         let mut respawned = 0;
+        let mut cleared = false;
         loop {
             let out = self.run_once()?;
             attempts += 1;
@@ -438,6 +455,18 @@ impl<'a> Call<'a> {
             };
             let waited = start.elapsed();
             if waited >= self.git.lock_wait {
+                if !cleared && is_weft_ref_lock(&lock) && older_than(&lock, waited) {
+                    // Why: only weft writes its own refs (`refs/heads/weft/…`,
+                    // `refs/weft/…`), and a git holds a ref's lock for the moment of one
+                    // update. A lock that was there before this command began waiting and
+                    // is still there after the whole patience was left by a git that was killed with the engine (SIGKILL
+                    // leaves git no chance to remove it); keeping it would fail every
+                    // later update of that ref, a handoff's cleanup included. A lock on
+                    // any other ref is the user's business and is only named.
+                    let _ = std::fs::remove_file(&lock);
+                    cleared = true;
+                    continue;
+                }
                 return Err(GitError::Locked {
                     repo: self.dir.to_owned(),
                     lock,

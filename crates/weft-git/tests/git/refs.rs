@@ -197,6 +197,7 @@ fn a_stale_ref_lock_is_retried_then_named() {
     }
     assert!(waited >= TEST_LOCK_WAIT, "{waited:?}");
     assert!(error.to_string().contains("locked.lock"), "{error}");
+    assert!(lock.exists(), "a lock on the user's ref was removed");
     assert_eq!(repo.rev_parse("locked").unwrap(), Some(base));
 }
 
@@ -230,4 +231,25 @@ fn oids_parse_and_serialize_as_strings() {
     assert_eq!(json, format!("\"{text}\""));
     assert_eq!(serde_json::from_str::<Oid>(&json).unwrap(), oid);
     assert!(serde_json::from_str::<Oid>("\"nope\"").is_err());
+}
+
+/// A SIGKILL of the engine can kill a git in the middle of a ref update, leaving its
+/// `.lock`: on weft's own refs such a lock (older than the patience) is removed and the
+/// update goes on; on the user's refs it is only named (the test above).
+#[test]
+fn a_stale_lock_a_killed_git_left_on_a_weft_ref_is_removed_and_the_update_goes_on() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let base = fx.main();
+    let next = fx.commit_here(&[("n.txt", Some("n\n"))], "next");
+    repo.create_branch("weft/run1/1-task", &base).unwrap();
+    let lock = fx.path().join(".git/refs/heads/weft/run1/1-task.lock");
+    fs::write(&lock, "").unwrap();
+
+    repo.update_ref_cas(&branch_ref("weft/run1/1-task"), &next, Some(&base))
+        .unwrap();
+    assert_eq!(repo.rev_parse("weft/run1/1-task").unwrap(), Some(next));
+    assert!(!lock.exists());
+
+    // A lock on one of the user's refs is never removed (the test above).
 }
