@@ -8,22 +8,6 @@ use crate::engine::{diamond, statuses};
 use crate::events::violation;
 use crate::harness::Weft;
 
-fn git(weft: &Weft, args: &[&str]) -> String {
-    let output = weft
-        .env
-        .command("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 fn schema() -> Value {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/evidence.schema.json");
@@ -33,30 +17,24 @@ fn schema() -> Value {
 /// The landing commits of the run's integration branch, oldest first (a landing a rebuild
 /// re-applied without its task branch is no merge any more).
 fn landings(weft: &Weft) -> Vec<String> {
-    let branch = git(
-        weft,
-        &[
-            "branch",
-            "--list",
-            "weft/*/integration",
-            "--format=%(refname)",
-        ],
-    );
+    let branch = weft.git(&[
+        "branch",
+        "--list",
+        "weft/*/integration",
+        "--format=%(refname)",
+    ]);
     let branch = branch
         .lines()
         .next()
         .expect("an integration branch")
         .to_owned();
-    git(
-        weft,
-        &[
-            "log",
-            "--first-parent",
-            "--reverse",
-            "--format=%H %s",
-            &branch,
-        ],
-    )
+    weft.git(&[
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--format=%H %s",
+        &branch,
+    ])
     .lines()
     .filter_map(|l| l.split_once(' '))
     .filter(|(_, subject)| subject.starts_with("weft: land task "))
@@ -75,23 +53,17 @@ fn every_landing_of_a_run_has_a_note_that_validates_and_names_its_tree() {
     assert_eq!(landed.len(), 6);
     let mut orders = Vec::new();
     for commit in &landed {
-        let note = git(
-            &weft,
-            &["notes", "--ref", "refs/notes/weft", "show", commit],
-        );
+        let note = weft.git(&["notes", "--ref", "refs/notes/weft", "show", commit]);
         let value: Value = serde_json::from_str(&note).unwrap();
         assert_eq!(violation(&schema, &schema, &value, "$"), None, "{note}");
-        let tree = git(&weft, &["rev-parse", &format!("{commit}^{{tree}}")]);
+        let tree = weft.git(&["rev-parse", &format!("{commit}^{{tree}}")]);
         assert_eq!(value["tree"], tree.trim());
         assert_eq!(value["runner"], "claude-code");
         assert_eq!(value["marker"]["found_in"], "stream", "{note}");
         assert_eq!(value["verification"], Value::Null);
         orders.push(value["task"]["order"].as_u64().unwrap());
-        let message = git(&weft, &["log", "-1", "--format=%B", commit]);
-        let trailers = git(
-            &weft,
-            &["log", "-1", "--format=%(trailers:only,unfold)", commit],
-        );
+        let message = weft.git(&["log", "-1", "--format=%B", commit]);
+        let trailers = weft.git(&["log", "-1", "--format=%(trailers:only,unfold)", commit]);
         assert!(message.starts_with("weft: land task "), "{message}");
         for key in [
             "Weft-Plan: ",
@@ -156,10 +128,7 @@ fn weft_evidence_prints_a_landing_and_check_flags_one_whose_note_was_deleted() {
     assert!(command["duration_ms"].is_u64(), "{command}");
     let clean = weft.ok(&["evidence", "--check"]);
 
-    git(
-        &weft,
-        &["notes", "--ref", "refs/notes/weft", "remove", &landed[0]],
-    );
+    weft.git(&["notes", "--ref", "refs/notes/weft", "remove", &landed[0]]);
     let flagged = weft.fails(&["evidence", "--check"], 1);
     assert!(
         flagged.stdout.contains(&landed[0][..12]),
@@ -179,24 +148,18 @@ fn a_note_moved_to_another_commit_is_flagged_as_naming_another_tree() {
     let weft = Weft::with_agents();
     two_landings(&weft);
     let landed = landings(&weft);
-    let note = git(
-        &weft,
-        &["notes", "--ref", "refs/notes/weft", "show", &landed[0]],
-    );
+    let note = weft.git(&["notes", "--ref", "refs/notes/weft", "show", &landed[0]]);
     let path = weft.write("forged.json", &note);
-    git(
-        &weft,
-        &[
-            "notes",
-            "--ref",
-            "refs/notes/weft",
-            "add",
-            "-f",
-            "-F",
-            path.to_str().unwrap(),
-            &landed[1],
-        ],
-    );
+    weft.git(&[
+        "notes",
+        "--ref",
+        "refs/notes/weft",
+        "add",
+        "-f",
+        "-F",
+        path.to_str().unwrap(),
+        &landed[1],
+    ]);
     let flagged = weft.fails(&["evidence", "--check"], 1);
     assert!(
         flagged.stdout.contains("its note records tree"),
@@ -216,19 +179,13 @@ fn notes_a_crash_left_out_are_written_at_the_next_start() {
     let weft = Weft::with_agents();
     two_landings(&weft);
     let landed = landings(&weft);
-    let before = git(
-        &weft,
-        &["notes", "--ref", "refs/notes/weft", "show", &landed[1]],
-    );
+    let before = weft.git(&["notes", "--ref", "refs/notes/weft", "show", &landed[1]]);
     // The state a kill between the landing's record and its note leaves.
-    git(&weft, &["update-ref", "-d", "refs/notes/weft"]);
+    weft.git(&["update-ref", "-d", "refs/notes/weft"]);
     weft.fails(&["evidence", "--check"], 1);
     weft.ok(&["run", "--isolated"]);
     weft.ok(&["evidence", "--check"]);
-    let after = git(
-        &weft,
-        &["notes", "--ref", "refs/notes/weft", "show", &landed[1]],
-    );
+    let after = weft.git(&["notes", "--ref", "refs/notes/weft", "show", &landed[1]]);
     let (before, after): (Value, Value) = (
         serde_json::from_str(&before).unwrap(),
         serde_json::from_str(&after).unwrap(),
@@ -262,13 +219,10 @@ fn a_revert_carries_the_notes_of_the_landings_it_reapplies_and_handoff_keeps_the
     let landed = landings(&weft);
     assert_eq!(landed.len(), 2, "b and c stay");
     for commit in &landed {
-        let note = git(
-            &weft,
-            &["notes", "--ref", "refs/notes/weft", "show", commit],
-        );
+        let note = weft.git(&["notes", "--ref", "refs/notes/weft", "show", commit]);
         let value: Value = serde_json::from_str(&note).unwrap();
         assert_eq!(violation(&schema, &schema, &value, "$"), None);
-        let tree = git(&weft, &["rev-parse", &format!("{commit}^{{tree}}")]);
+        let tree = weft.git(&["rev-parse", &format!("{commit}^{{tree}}")]);
         assert_eq!(
             value["tree"],
             tree.trim(),
@@ -282,11 +236,8 @@ fn a_revert_carries_the_notes_of_the_landings_it_reapplies_and_handoff_keeps_the
     weft.ok(&["handoff", "merge", "--yes"]);
     let all = landings(&weft);
     for commit in &all {
-        git(&weft, &["merge-base", "--is-ancestor", commit, "main"]);
-        git(
-            &weft,
-            &["notes", "--ref", "refs/notes/weft", "show", commit],
-        );
+        weft.git(&["merge-base", "--is-ancestor", commit, "main"]);
+        weft.git(&["notes", "--ref", "refs/notes/weft", "show", commit]);
     }
     weft.ok(&["evidence", "--check"]);
 }

@@ -13,31 +13,12 @@ use crate::harness::{Run, Weft};
 /// Landlock).
 const MODES: [&str; 2] = ["off", "auto"];
 
-fn git(weft: &Weft, args: &[&str]) -> String {
-    let output = weft
-        .env
-        .command("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
 fn run_id(weft: &Weft) -> String {
-    git(
-        weft,
-        &[
-            "for-each-ref",
-            "--format=%(refname:short)",
-            "refs/heads/weft/*/integration",
-        ],
-    )
+    weft.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/weft/*/integration",
+    ])
     .split('/')
     .nth(1)
     .expect("an integration branch")
@@ -46,7 +27,7 @@ fn run_id(weft: &Weft) -> String {
 
 /// Every ref but weft's own (its branches, `refs/weft/`, and its evidence notes).
 fn user_refs(weft: &Weft) -> Vec<String> {
-    git(weft, &["for-each-ref", "--format=%(objectname) %(refname)"])
+    weft.git(&["for-each-ref", "--format=%(objectname) %(refname)"])
         .lines()
         .filter(|l| {
             !l.contains(" refs/weft/")
@@ -137,7 +118,7 @@ fn an_agent_that_deletes_its_git_fails_naming_it_and_nothing_of_the_user_is_touc
             sha(&work.join("untracked.txt")),
             sha(&work.join(".git/index")),
             user_refs(&weft),
-            git(&weft, &["status", "--porcelain"]),
+            weft.git(&["status", "--porcelain"]),
         );
         std::fs::write(&go, "").unwrap();
         let status = engine.wait().unwrap();
@@ -156,13 +137,13 @@ fn an_agent_that_deletes_its_git_fails_naming_it_and_nothing_of_the_user_is_touc
             sha(&work.join("untracked.txt")),
             sha(&work.join(".git/index")),
             user_refs(&weft),
-            git(&weft, &["status", "--porcelain"]),
+            weft.git(&["status", "--porcelain"]),
         );
         assert_eq!(before, after, "confine={confine}");
         let id = run_id(&weft);
-        let base = git(&weft, &["rev-parse", "main"]);
+        let base = weft.git(&["rev-parse", "main"]);
         assert_eq!(
-            git(&weft, &["rev-parse", &format!("weft/{id}/integration")]),
+            weft.git(&["rev-parse", &format!("weft/{id}/integration")]),
             base,
             "confine={confine}: nothing landed"
         );
@@ -191,11 +172,11 @@ fn an_agent_that_switches_to_another_branch_fails_naming_it_and_its_commits_are_
                  echo two > two.txt && git add two.txt && git -c user.name=a -c user.email=a@a commit -qm two",
             )],
         );
-        let before = git(&weft, &["rev-parse", "main"]);
+        let before = weft.git(&["rev-parse", "main"]);
         let done = run(&weft, confine);
         assert_ne!(done.code, 0, "{}", weft.show(&done));
         assert_eq!(statuses(&weft)["rogue"], "failed", "confine={confine}");
-        assert_eq!(git(&weft, &["rev-parse", "main"]), before);
+        assert_eq!(weft.git(&["rev-parse", "main"]), before);
         let id = run_id(&weft);
         if confine == "off" {
             let why = reason(&weft, "rogue");
@@ -208,21 +189,21 @@ fn an_agent_that_switches_to_another_branch_fails_naming_it_and_its_commits_are_
                 "{why}"
             );
             assert_eq!(
-                git(&weft, &["log", "--format=%s", &kept])
+                weft.git(&["log", "--format=%s", &kept])
                     .lines()
                     .take(2)
                     .collect::<Vec<_>>(),
                 ["two", "one"]
             );
             // Every object those commits need is in the repository.
-            git(&weft, &["rev-list", "--objects", &kept]);
-            git(&weft, &["fsck", "--no-dangling", "--connectivity-only"]);
+            weft.git(&["rev-list", "--objects", &kept]);
+            weft.git(&["fsck", "--no-dangling", "--connectivity-only"]);
         } else {
-            let refs = git(&weft, &["for-each-ref", "--format=%(refname)"]);
+            let refs = weft.git(&["for-each-ref", "--format=%(refname)"]);
             assert!(!refs.contains("refs/heads/rogue"), "{refs}");
         }
         assert_eq!(
-            git(&weft, &["rev-parse", &format!("weft/{id}/integration")]),
+            weft.git(&["rev-parse", &format!("weft/{id}/integration")]),
             before,
             "confine={confine}: nothing landed"
         );
@@ -241,13 +222,10 @@ fn a_foreign_commit_on_the_integration_branch_is_refused_until_the_recorded_tip_
         assert_eq!(first.code, 0, "{}", weft.show(&first));
         let id = run_id(&weft);
         let integration = format!("refs/heads/weft/{id}/integration");
-        let recorded = git(&weft, &["rev-parse", &integration]);
-        let tree = git(&weft, &["rev-parse", &format!("{recorded}^{{tree}}")]);
-        let foreign = git(
-            &weft,
-            &["commit-tree", &tree, "-p", &recorded, "-m", "sneaky change"],
-        );
-        git(&weft, &["update-ref", &integration, &foreign]);
+        let recorded = weft.git(&["rev-parse", &integration]);
+        let tree = weft.git(&["rev-parse", &format!("{recorded}^{{tree}}")]);
+        let foreign = weft.git(&["commit-tree", &tree, "-p", &recorded, "-m", "sneaky change"]);
+        weft.git(&["update-ref", &integration, &foreign]);
 
         weft.ok(&["task", "add", "--title", "b", "--prompt", "echo b > b.txt"]);
         let refused = run(&weft, confine);
@@ -261,13 +239,9 @@ fn a_foreign_commit_on_the_integration_branch_is_refused_until_the_recorded_tip_
             "{}",
             refused.stderr
         );
-        assert_eq!(
-            git(&weft, &["rev-parse", &integration]),
-            foreign,
-            "untouched"
-        );
+        assert_eq!(weft.git(&["rev-parse", &integration]), foreign, "untouched");
         let kept = format!("refs/weft/{id}/foreign/{}", &foreign[..12]);
-        assert_eq!(git(&weft, &["rev-parse", &kept]), foreign);
+        assert_eq!(weft.git(&["rev-parse", &kept]), foreign);
 
         let review = weft.ok(&["handoff", "review"]).stdout;
         assert!(
@@ -296,15 +270,15 @@ fn a_foreign_commit_on_the_integration_branch_is_refused_until_the_recorded_tip_
             .output()
             .unwrap();
         assert!(restored.status.success(), "{restore}: {restored:?}");
-        assert_eq!(git(&weft, &["rev-parse", &integration]), recorded);
+        assert_eq!(weft.git(&["rev-parse", &integration]), recorded);
 
         let again = run(&weft, confine);
         assert_eq!(again.code, 0, "{}", weft.show(&again));
         assert!(statuses(&weft).values().all(|s| s == "completed"));
         weft.ok(&["handoff", "merge", "--yes"]);
-        assert_eq!(git(&weft, &["show", "main:a.txt"]), "a");
-        assert_eq!(git(&weft, &["show", "main:b.txt"]), "b");
-        let log = git(&weft, &["log", "--format=%s", "main"]);
+        assert_eq!(weft.git(&["show", "main:a.txt"]), "a");
+        assert_eq!(weft.git(&["show", "main:b.txt"]), "b");
+        let log = weft.git(&["log", "--format=%s", "main"]);
         assert!(!log.contains("sneaky change"), "{log}");
     }
 }
@@ -334,8 +308,8 @@ fn a_symlink_pointing_outside_the_worktree_fails_at_landing_unless_allowed() {
         );
         let id = run_id(&weft);
         assert_eq!(
-            git(&weft, &["rev-parse", &format!("weft/{id}/integration")]),
-            git(&weft, &["rev-parse", "main"]),
+            weft.git(&["rev-parse", &format!("weft/{id}/integration")]),
+            weft.git(&["rev-parse", "main"]),
             "nothing landed"
         );
         let allowed = weft.run(&["retry", "link"]);
@@ -349,10 +323,7 @@ fn a_symlink_pointing_outside_the_worktree_fails_at_landing_unless_allowed() {
         ]);
         assert_eq!(again.code, 0, "{}", weft.show(&again));
         assert_eq!(
-            git(
-                &weft,
-                &["cat-file", "-p", &format!("weft/{id}/integration:etc-link")]
-            ),
+            weft.git(&["cat-file", "-p", &format!("weft/{id}/integration:etc-link")]),
             "/etc"
         );
     }
@@ -391,11 +362,12 @@ fn a_confined_agent_commits_into_its_private_object_folder_and_cannot_touch_the_
         let id = run_id(&weft);
         let integration = format!("weft/{id}/integration");
         assert_eq!(
-            git(&weft, &["show", &format!("{integration}:work.txt")]),
+            weft.git(&["show", &format!("{integration}:work.txt")]),
             "work"
         );
         assert!(
-            git(&weft, &["log", "--format=%s", &integration]).contains("the agent commits"),
+            weft.git(&["log", "--format=%s", &integration])
+                .contains("the agent commits"),
             "confine={confine}"
         );
         if confine == "auto" {
@@ -404,9 +376,9 @@ fn a_confined_agent_commits_into_its_private_object_folder_and_cannot_touch_the_
                 "{log}"
             );
             assert_eq!(user_refs(&weft), refs_before);
-            git(&weft, &["fsck", "--no-dangling", "--connectivity-only"]);
+            weft.git(&["fsck", "--no-dangling", "--connectivity-only"]);
             weft.ok(&["handoff", "merge", "--yes"]);
-            assert_eq!(git(&weft, &["show", "main:work.txt"]), "work");
+            assert_eq!(weft.git(&["show", "main:work.txt"]), "work");
         }
     }
 }
@@ -461,8 +433,8 @@ fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_
             weft_testkit::TestRepo::init(&weft.work().join(repo), &weft.env);
         }
         weft.write("web/shared.txt", "only web's store holds this\n");
-        git(&weft, &["-C", "web", "add", "-A"]);
-        git(&weft, &["-C", "web", "commit", "-qm", "shared"]);
+        weft.git(&["-C", "web", "add", "-A"]);
+        weft.git(&["-C", "web", "commit", "-qm", "shared"]);
         weft.ok(&["init"]);
         let mut script = "echo 'work in api' > api/work.txt\n\
              echo 'work in web' > web/work.txt\n\
@@ -485,15 +457,12 @@ fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_
             REPOS
                 .iter()
                 .flat_map(|repo| {
-                    git(
-                        weft,
-                        &[
-                            "-C",
-                            repo,
-                            "for-each-ref",
-                            "--format=%(objectname) %(refname)",
-                        ],
-                    )
+                    weft.git(&[
+                        "-C",
+                        repo,
+                        "for-each-ref",
+                        "--format=%(objectname) %(refname)",
+                    ])
                     .lines()
                     .filter(|l| {
                         !l.contains(" refs/weft/")
@@ -515,44 +484,32 @@ fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_
                 "confine={confine}: {log}"
             );
         }
-        let integration = git(
-            &weft,
-            &[
-                "-C",
-                "api",
-                "for-each-ref",
-                "--format=%(refname:short)",
-                "refs/heads/weft/*/integration",
-            ],
-        );
+        let integration = weft.git(&[
+            "-C",
+            "api",
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/weft/*/integration",
+        ]);
         for repo in REPOS {
             assert_eq!(
-                git(
-                    &weft,
-                    &["-C", repo, "show", &format!("{integration}:work.txt")]
-                ),
+                weft.git(&["-C", repo, "show", &format!("{integration}:work.txt")]),
                 format!("work in {repo}"),
                 "confine={confine}"
             );
             assert!(
-                git(&weft, &["-C", repo, "log", "--format=%s", &integration])
+                weft.git(&["-C", repo, "log", "--format=%s", &integration])
                     .contains(&format!("the agent commits in {repo}")),
                 "confine={confine}: the agent's own commit in {repo} did not land"
             );
         }
         assert!(log.contains("changed=0"), "confine={confine}: {log}");
         assert_eq!(
-            git(
-                &weft,
-                &["-C", "api", "show", &format!("{integration}:copy.txt")]
-            ),
+            weft.git(&["-C", "api", "show", &format!("{integration}:copy.txt")]),
             "changed"
         );
         for repo in REPOS {
-            git(
-                &weft,
-                &["-C", repo, "fsck", "--no-dangling", "--connectivity-only"],
-            );
+            weft.git(&["-C", repo, "fsck", "--no-dangling", "--connectivity-only"]);
         }
         if confine == "auto" {
             for repo in REPOS {
@@ -566,7 +523,7 @@ fn a_confined_agent_in_a_two_repo_group_commits_in_both_and_cannot_touch_either_
             weft.ok(&["handoff", "merge", "--yes"]);
             for repo in REPOS {
                 assert_eq!(
-                    git(&weft, &["-C", repo, "show", "main:work.txt"]),
+                    weft.git(&["-C", repo, "show", "main:work.txt"]),
                     format!("work in {repo}")
                 );
             }

@@ -172,6 +172,32 @@ impl Weft {
     pub fn db_path(&self) -> PathBuf {
         self.work().join(".weft").join("weft.db")
     }
+
+    /// `git ARGS` in the workspace repository with a committer identity, insisting on
+    /// success: its stdout without the trailing newline.
+    pub fn git(&self, args: &[&str]) -> String {
+        let output = self
+            .env
+            .command("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Commit everything in the workspace repository.
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-qm", message]);
+    }
 }
 
 /// Snapshot several runs as one transcript, with ids and times redacted.

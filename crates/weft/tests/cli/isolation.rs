@@ -3,48 +3,13 @@
 use crate::engine::{diamond, statuses};
 use crate::harness::{Weft, read};
 
-fn git(weft: &Weft, args: &[&str]) -> String {
-    let output = weft
-        .env
-        .command("git")
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Commit everything in the workspace repository.
-fn commit_everything(weft: &Weft, message: &str) {
-    git(weft, &["add", "-A"]);
-    git(
-        weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            message,
-        ],
-    );
-}
-
 fn run_id(weft: &Weft) -> String {
-    let branches = git(
-        weft,
-        &[
-            "branch",
-            "--list",
-            "weft/*/integration",
-            "--format=%(refname:short)",
-        ],
-    );
+    let branches = weft.git(&[
+        "branch",
+        "--list",
+        "weft/*/integration",
+        "--format=%(refname:short)",
+    ]);
     branches
         .lines()
         .next()
@@ -76,7 +41,7 @@ fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
     let integration = format!("weft/{run}/integration");
     for task in ["root", "left", "right", "join", "after", "side"] {
         assert_eq!(
-            git(&weft, &["show", &format!("{integration}:out/{task}.txt")]),
+            weft.git(&["show", &format!("{integration}:out/{task}.txt")]),
             task
         );
     }
@@ -85,13 +50,13 @@ fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
         !weft.work().join("out").exists(),
         "a task wrote into the user's checkout"
     );
-    assert_eq!(git(&weft, &["rev-list", "--count", "main"]).trim(), "1");
-    let log = git(&weft, &["log", "--format=%s", &integration]);
+    assert_eq!(weft.git(&["rev-list", "--count", "main"]).trim(), "1");
+    let log = weft.git(&["log", "--format=%s", &integration]);
     assert_eq!(log.matches("weft: land task").count(), 6, "{log}");
-    let merges = git(&weft, &["rev-list", "--merges", "--count", &integration]);
+    let merges = weft.git(&["rev-list", "--merges", "--count", &integration]);
     assert_eq!(merges.trim(), "6");
     // Landed worktrees are removed.
-    let worktrees = git(&weft, &["worktree", "list", "--porcelain"]);
+    let worktrees = weft.git(&["worktree", "list", "--porcelain"]);
     assert!(
         !worktrees.contains(&format!("worktrees/{run}/")),
         "{worktrees}"
@@ -111,11 +76,8 @@ fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
     }
     // Task branches go; the merged integration branch stays as the record of the run.
     assert_eq!(
-        git(
-            &weft,
-            &["branch", "--list", "weft/*", "--format=%(refname:short)"]
-        )
-        .trim(),
+        weft.git(&["branch", "--list", "weft/*", "--format=%(refname:short)"])
+            .trim(),
         format!("weft/{run}/integration")
     );
     let again = weft.fails(&["handoff", "review"], 1);
@@ -137,7 +99,7 @@ fn a_conflicting_landing_is_kept_apart_and_its_dependents_wait() {
          [[tasks]]\nid = \"after\"\ntitle = \"After slow\"\ndependencies = [\"slow\"]\nprompt = \"@fake marker\"\n",
     );
     weft.write("shared.txt", "original\n");
-    commit_everything(&weft, "plan");
+    weft.commit_all("plan");
     weft.ok(&["plan", "--file", "plan.toml"]);
     let run = weft.fails(&["run", "--isolated"], 1);
     let s = statuses(&weft);
@@ -155,19 +117,13 @@ fn a_conflicting_landing_is_kept_apart_and_its_dependents_wait() {
     );
     let id = run_id(&weft);
     assert_eq!(
-        git(
-            &weft,
-            &["show", &format!("weft/{id}/integration:shared.txt")]
-        ),
+        weft.git(&["show", &format!("weft/{id}/integration:shared.txt")]),
         "from fast"
     );
     // The conflicted task's branch and worktree are kept for inspection or repair.
     assert!(
-        git(
-            &weft,
-            &["branch", "--list", &format!("weft/{id}/2-slow-edit")]
-        )
-        .contains("2-slow-edit")
+        weft.git(&["branch", "--list", &format!("weft/{id}/2-slow-edit")])
+            .contains("2-slow-edit")
     );
     assert!(
         weft.work()
@@ -185,13 +141,10 @@ fn a_conflicting_landing_is_kept_apart_and_its_dependents_wait() {
         discard.stdout
     );
     assert_eq!(
-        git(
-            &weft,
-            &["show", &format!("refs/weft/discarded/{id}:shared.txt")]
-        ),
+        weft.git(&["show", &format!("refs/weft/discarded/{id}:shared.txt")]),
         "from fast"
     );
-    assert_eq!(git(&weft, &["branch", "--list", "weft/*"]).trim(), "");
+    assert_eq!(weft.git(&["branch", "--list", "weft/*"]).trim(), "");
 }
 
 #[test]
@@ -271,19 +224,16 @@ fn a_run_that_landed_nothing_says_so() {
 fn ignored_artifacts_are_linked_in_and_never_committed() {
     let weft = Weft::with_agents();
     weft.write(".gitignore", "node_modules/\n.env\n");
-    git(&weft, &["add", ".gitignore"]);
-    git(
-        &weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "ignore",
-        ],
-    );
+    weft.git(&["add", ".gitignore"]);
+    weft.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "ignore",
+    ]);
     weft.write("node_modules/dep/index.js", "dep\n");
     weft.write(".env", "SECRET=1\n");
     weft.write(
@@ -296,15 +246,12 @@ fn ignored_artifacts_are_linked_in_and_never_committed() {
     let run = weft.ok(&["run", "--isolated"]);
     assert!(run.stdout.contains("1 completed"), "{}", run.stdout);
     let id = run_id(&weft);
-    let tree = git(
-        &weft,
-        &[
-            "ls-tree",
-            "-r",
-            "--name-only",
-            &format!("weft/{id}/integration"),
-        ],
-    );
+    let tree = weft.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        &format!("weft/{id}/integration"),
+    ]);
     assert!(tree.contains("app.txt"), "{tree}");
     assert!(
         !tree.contains("node_modules") && !tree.contains(".env"),
@@ -344,7 +291,7 @@ fn a_setup_command_replaces_linking_and_its_failure_fails_the_attempt() {
 fn conflict_then_repair_then_land_then_handoff_merge() {
     let weft = Weft::with_agents();
     weft.write("shared.txt", "original\n");
-    commit_everything(&weft, "shared");
+    weft.commit_all("shared");
     let rec = weft.env.root().join("record.jsonl").display().to_string();
     weft.write(
         "plan.toml",
@@ -446,11 +393,8 @@ fn a_landing_interrupted_by_a_crash_is_finished_at_the_next_start() {
 
     // Before the compare-and-swap: the ref (and weft's record of it, which moves with it
     // in one transaction) is still at the base.
-    git(&weft, &["update-ref", &integration, &base]);
-    git(
-        &weft,
-        &["update-ref", &format!("refs/weft/{id}/tip"), &base],
-    );
+    weft.git(&["update-ref", &integration, &base]);
+    weft.git(&["update-ref", &format!("refs/weft/{id}/tip"), &base]);
     crash(&db);
     let run = weft.ok(&["run", "--isolated"]);
     assert!(
@@ -460,16 +404,16 @@ fn a_landing_interrupted_by_a_crash_is_finished_at_the_next_start() {
         run.stdout
     );
     assert_eq!(
-        git(&weft, &["show", &format!("{integration}:app.txt")]),
+        weft.git(&["show", &format!("{integration}:app.txt")]),
         "app"
     );
     assert_eq!(statuses(&weft)["write-app"], "completed");
 
     // After it: the ref already moved; nothing is merged twice.
-    let tip = git(&weft, &["rev-parse", &integration]).trim().to_owned();
+    let tip = weft.git(&["rev-parse", &integration]).trim().to_owned();
     crash(&db);
     weft.ok(&["run", "--isolated"]);
-    assert_eq!(git(&weft, &["rev-parse", &integration]).trim(), tip);
+    assert_eq!(weft.git(&["rev-parse", &integration]).trim(), tip);
     assert_eq!(statuses(&weft)["write-app"], "completed");
     let starts = crate::engine::records(&weft)
         .iter()
@@ -491,7 +435,7 @@ fn runs_are_isolated_by_default_in_a_repository_and_shared_elsewhere() {
     assert!(!weft.work().join("w.txt").exists());
     let id = run_id(&weft);
     assert_eq!(
-        git(&weft, &["show", &format!("weft/{id}/integration:w.txt")]),
+        weft.git(&["show", &format!("weft/{id}/integration:w.txt")]),
         "w"
     );
 
@@ -569,7 +513,7 @@ fn awkward_repositories_unborn_detached_spaces_and_deleted_worktrees() {
     // No commits yet: isolation is refused when asked for.
     let unborn = Weft::with_agents();
     std::fs::remove_dir_all(unborn.work().join(".git")).unwrap();
-    git(&unborn, &["init", "-q", "-b", "main"]);
+    unborn.git(&["init", "-q", "-b", "main"]);
     unborn.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"@fake marker\"\n");
     unborn.ok(&["plan", "--file", "plan.toml"]);
     let refused = unborn.fails(&["run", "--isolated"], 1);
@@ -582,18 +526,18 @@ fn awkward_repositories_unborn_detached_spaces_and_deleted_worktrees() {
     // A detached HEAD runs from its commit; the handoff merge refuses (nothing checked out
     // to merge into) and changes nothing.
     let detached = Weft::with_agents();
-    git(&detached, &["checkout", "-q", "--detach"]);
+    detached.git(&["checkout", "-q", "--detach"]);
     detached.write("plan.toml", "goal = \"g\"\nrunner = \"claude-code\"\n[[tasks]]\ntitle = \"T\"\nprompt = '''\n@fake write t.txt t\n@fake marker\n'''\n");
     detached.ok(&["plan", "--file", "plan.toml"]);
     detached.ok(&["run", "--isolated"]);
-    let head = git(&detached, &["rev-parse", "HEAD"]);
+    let head = detached.git(&["rev-parse", "HEAD"]);
     let merge = detached.fails(&["handoff", "merge", "--yes"], 1);
     assert!(
         merge.stderr.contains("merging") && merge.stderr.contains("refused"),
         "{}",
         merge.stderr
     );
-    assert_eq!(git(&detached, &["rev-parse", "HEAD"]), head);
+    assert_eq!(detached.git(&["rev-parse", "HEAD"]), head);
 
     // An agent that deletes its own worktree: weft lands what its branch holds and goes on.
     let deleter = Weft::with_agents();
@@ -852,7 +796,7 @@ fn a_multi_repo_group_lands_atomically_and_hands_off_all_or_nothing() {
 fn a_repair_that_leaves_conflict_markers_is_conflicted_again_and_retry_drops_kept_worktrees() {
     let weft = Weft::with_agents();
     weft.write("shared.txt", "original\n");
-    commit_everything(&weft, "shared");
+    weft.commit_all("shared");
     weft.write(
         "plan.toml",
         "goal = \"g\"\nrunner = \"claude-code\"\n\
@@ -878,10 +822,7 @@ fn a_repair_that_leaves_conflict_markers_is_conflicted_again_and_retry_drops_kep
     );
     let id = run_id(&weft);
     assert_eq!(
-        git(
-            &weft,
-            &["show", &format!("weft/{id}/integration:shared.txt")]
-        ),
+        weft.git(&["show", &format!("weft/{id}/integration:shared.txt")]),
         "from fast",
         "markers reached the integration branch"
     );
@@ -1003,7 +944,7 @@ checks = ["test -f out/honest.txt"]
     );
     assert_eq!(task("honest")["status"], "completed", "{}", run.stdout);
     let integration = format!("weft/{}/integration", run_id(&weft));
-    let landed = git(&weft, &["ls-tree", "-r", "--name-only", &integration]);
+    let landed = weft.git(&["ls-tree", "-r", "--name-only", &integration]);
     assert!(landed.contains("out/honest.txt"), "{landed}");
     assert!(!landed.contains("out/claimed.txt"), "{landed}");
 }
@@ -1018,7 +959,7 @@ fn isolation_never_silently_degrades_when_git_is_missing_or_the_repository_has_n
         "plan.toml",
         "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"Flaky\"\nprompt = '''\nprintf 'x\\n' > x.txt\nexit 3\n'''\n",
     );
-    commit_everything(&weft, "plan");
+    weft.commit_all("plan");
     weft.ok(&["plan", "--file", "plan.toml"]);
     weft.fails(&["run"], 1);
     let id = run_id(&weft);
@@ -1065,7 +1006,7 @@ fn isolation_never_silently_degrades_when_git_is_missing_or_the_repository_has_n
 
     // A repository without commits refuses an isolated run by default, with the hint.
     let unborn = Weft::bare();
-    git(&unborn, &["init", "-q", "-b", "main"]);
+    unborn.git(&["init", "-q", "-b", "main"]);
     unborn.write(
         "plan.toml",
         "goal = \"g\"\nrunner = \"exec\"\n[[tasks]]\ntitle = \"T\"\nprompt = \"true\"\n",

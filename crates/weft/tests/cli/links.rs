@@ -8,37 +8,6 @@ use std::path::{Path, PathBuf};
 use crate::engine::statuses;
 use crate::harness::{Weft, read};
 
-fn git(weft: &Weft, args: &[&str]) -> String {
-    let output = weft
-        .env
-        .command("git")
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn commit_everything(weft: &Weft) {
-    git(weft, &["add", "-A"]);
-    git(
-        weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "fixture",
-        ],
-    );
-}
-
 fn symlink(target: &str, at: &Path) {
     fs_err::create_dir_all(at.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(target, at).unwrap();
@@ -57,24 +26,18 @@ fn exec_plan(weft: &Weft, script: &str) {
 
 /// The files on the run's integration branch.
 fn landed_files(weft: &Weft) -> String {
-    let branch = git(
-        weft,
-        &[
-            "branch",
-            "--list",
-            "weft/*/integration",
-            "--format=%(refname:short)",
-        ],
-    );
-    git(
-        weft,
-        &[
-            "ls-tree",
-            "-r",
-            "--name-only",
-            branch.lines().next().unwrap(),
-        ],
-    )
+    let branch = weft.git(&[
+        "branch",
+        "--list",
+        "weft/*/integration",
+        "--format=%(refname:short)",
+    ]);
+    weft.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        branch.lines().next().unwrap(),
+    ])
 }
 
 /// The worktree of the run's first task (kept with `keep_worktrees=true`).
@@ -103,8 +66,8 @@ fn globbed_links_at_any_depth_are_linked_one_by_one_and_never_committed() {
     weft.write("packages/b/index.js", "b\n");
     weft.write("packages/c/node_modules/tracked.txt", "tracked\n");
     weft.write("crates/x/src/lib.rs", "\n");
-    git(&weft, &["add", "-f", "packages/c/node_modules/tracked.txt"]);
-    commit_everything(&weft);
+    weft.git(&["add", "-f", "packages/c/node_modules/tracked.txt"]);
+    weft.commit_all("fixture");
     // The user's ignored artifacts, at several depths.
     weft.write("packages/a/node_modules/dep/index.js", "dep\n");
     weft.write("packages/c/node_modules/untracked.txt", "main only\n");
@@ -214,7 +177,7 @@ fn js_monorepo(weft: &Weft) {
         r#"{"name":"@scope/pkg-c","main":"index.js"}"#,
     );
     weft.write("packages/pkg-c/index.js", "module.exports = 'c';\n");
-    commit_everything(weft);
+    weft.commit_all("fixture");
     let work = weft.work();
     symlink("../packages/pkg-a", &work.join("node_modules/pkg-a"));
     symlink("../packages/pkg-b", &work.join("node_modules/pkg-b"));

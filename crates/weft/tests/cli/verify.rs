@@ -8,37 +8,6 @@ use std::collections::BTreeMap;
 use crate::engine::statuses;
 use crate::harness::Weft;
 
-fn git(weft: &Weft, args: &[&str]) -> String {
-    let output = weft
-        .env
-        .command("git")
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
-fn commit_everything(weft: &Weft, message: &str) {
-    git(weft, &["add", "-A"]);
-    git(
-        weft,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            message,
-        ],
-    );
-}
-
 /// Every event of the plan, as JSON.
 fn events(weft: &Weft) -> Vec<serde_json::Value> {
     weft.ok(&["events", "--json", "--all"])
@@ -122,7 +91,7 @@ fn two_tasks_green_alone_that_break_verify_together_get_the_later_one_quarantine
         false,
     ));
     weft.write("plan.toml", &plan);
-    commit_everything(&weft, "the program");
+    weft.commit_all("the program");
     weft.ok(&["plan", "--file", "plan.toml"]);
     run_with(
         &weft,
@@ -160,8 +129,8 @@ fn two_tasks_green_alone_that_break_verify_together_get_the_later_one_quarantine
     let rebuilt = q["event"]["rebuilt"].as_str().unwrap();
     let green_tip = steps[0]["event"]["tip"].as_str().unwrap();
     assert_eq!(
-        git(&weft, &["rev-parse", &format!("{rebuilt}^{{tree}}")]),
-        git(&weft, &["rev-parse", &format!("{green_tip}^{{tree}}")])
+        weft.git(&["rev-parse", &format!("{rebuilt}^{{tree}}")]),
+        weft.git(&["rev-parse", &format!("{green_tip}^{{tree}}")])
     );
 
     // The culprit's verdict quotes the command and its output, and names the tip.
@@ -209,7 +178,7 @@ fn a_batch_of_8_landings_with_the_5th_broken_is_found_in_at_most_3_bisect_runs()
         plan.push_str(&task(&format!("t{i}"), &prompt, &[], false));
     }
     weft.write("plan.toml", &plan);
-    commit_everything(&weft, "the program");
+    weft.commit_all("the program");
     weft.ok(&["plan", "--file", "plan.toml"]);
     // One at a time, so the 8 landings come in plan order.
     run_with(
@@ -262,7 +231,7 @@ fn with_the_gate_a_dependent_starts_only_once_the_tip_holding_its_dependency_is_
         false,
     ));
     weft.write("plan.toml", &plan);
-    commit_everything(&weft, "the program");
+    weft.commit_all("the program");
     weft.ok(&["plan", "--file", "plan.toml"]);
     let exported = weft.ok(&["plan", "export"]);
     assert!(
@@ -297,7 +266,7 @@ fn weft_verify_runs_the_commands_on_the_tip_by_hand_and_status_shows_the_green_t
         false,
     ));
     weft.write("plan.toml", &plan);
-    commit_everything(&weft, "the program");
+    weft.commit_all("the program");
     weft.ok(&["plan", "--file", "plan.toml"]);
     // Without `verify` set, there is nothing to verify with.
     let refused = weft.fails(&["verify"], 1);
