@@ -5,7 +5,9 @@
 //! with other processes, start what is ready up to the slot cap. Between passes it waits
 //! for messages from the attempts' threads: progress updates only the display; ends are
 //! judged already (in the attempt's thread, by core's one gate) and are recorded in plan
-//! order, a passing isolated attempt through the [`LandingQueue`].
+//! order, a passing isolated attempt through the [`LandingQueue`], which is drained
+//! after each batch of messages unless a verification of the tip is in progress (its
+//! steps' ends arrive on the same channel; see `verify`).
 //!
 //! See the parent module for the threads, bounds and crash safety of a run.
 
