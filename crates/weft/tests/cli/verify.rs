@@ -350,9 +350,9 @@ fn unconfined(weft: &Weft, settings: &[&str]) -> std::process::Command {
 }
 
 /// One slot; `first` lands and its verification waits (up to 15 s) for a file only the
-/// agent of `second`, an independent task, creates, then takes one second more; so it
-/// passes only if `second` started and its agent ran while it ran, and `second`'s
-/// landing finishes during it.
+/// agent of `second`, an independent task, creates, then (on a tip without `second`'s
+/// work) three seconds more; so it passes only if `second` started and its agent ran
+/// while it ran, and `second`'s landing is ready during it.
 fn verify_waiting_for_an_independent_agent(weft: &Weft) -> Vec<serde_json::Value> {
     let flag = weft.env.root().join("second-ran");
     let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
@@ -367,7 +367,7 @@ fn verify_waiting_for_an_independent_agent(weft: &Weft) -> Vec<serde_json::Value
     commit_everything(weft, "the plan");
     weft.ok(&["plan", "--file", "plan.toml"]);
     let verify = format!(
-        "verify=i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 150 ] && exit 1; sleep 0.1; done; sleep 1",
+        "verify=i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 150 ] && exit 1; sleep 0.1; done; test -e second.txt || sleep 3",
         flag.display()
     );
     let settings = [verify.as_str(), "parallel=1"];
@@ -407,7 +407,7 @@ fn a_landing_that_finishes_during_a_verification_lands_after_it_and_a_later_one_
     let weft = Weft::new();
     let all = verify_waiting_for_an_independent_agent(&weft);
     let kind = |e: &serde_json::Value, k: &str| e["event"]["kind"] == k;
-    // `second`'s agent ended while the verification still had a second to go.
+    // `second`'s agent ended while the verification still had seconds to go.
     let second_ended = seq_of(&all, &|e| {
         kind(e, "landing_started") && e["task"] == "second"
     });
