@@ -38,6 +38,9 @@ pub(crate) enum Msg {
         attempt: String,
         result: Box<AttemptResult>,
     },
+    /// A verification step's commands ended on their worker thread (`engine::verify`);
+    /// `stopped`: the run's stop cut them short, so they say nothing about the tip.
+    Verified { runs: Vec<CheckRun>, stopped: bool },
 }
 
 #[derive(Debug)]
@@ -365,9 +368,21 @@ pub(crate) fn run_checks(
     plan: &CheckPlan,
     commands: &[String],
 ) -> Vec<CheckRun> {
+    run_checks_watched(executor, plan, commands, &|_| true)
+}
+
+/// Like [`run_checks`], handing each check's canceller to `on_start` as the check starts,
+/// so another thread can stop it; `on_start` answering false (a stop came first) cancels
+/// that check at once, and as a failed check it ends the run of checks.
+pub(crate) fn run_checks_watched(
+    executor: &dyn Executor,
+    plan: &CheckPlan,
+    commands: &[String],
+    on_start: &dyn Fn(&Canceller) -> bool,
+) -> Vec<CheckRun> {
     let mut runs = Vec::new();
     for (index, command) in commands.iter().enumerate() {
-        let run = run_check(executor, plan, index, command);
+        let run = run_check(executor, plan, index, command, on_start);
         let failed = run.exit_code != Some(0);
         runs.push(run);
         if failed {
@@ -377,7 +392,13 @@ pub(crate) fn run_checks(
     runs
 }
 
-fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &str) -> CheckRun {
+fn run_check(
+    executor: &dyn Executor,
+    plan: &CheckPlan,
+    index: usize,
+    command: &str,
+    on_start: &dyn Fn(&Canceller) -> bool,
+) -> CheckRun {
     let spec = LaunchSpec {
         program: "sh".into(),
         args: vec!["-c".into(), command.to_owned()],
@@ -414,6 +435,10 @@ fn run_check(executor: &dyn Executor, plan: &CheckPlan, index: usize, command: &
     let started = std::time::Instant::now();
     match executor.start(&spec, options, tx) {
         Ok(check) => {
+            let canceller = check.canceller();
+            if !on_start(&canceller) {
+                canceller.cancel();
+            }
             let outcome = check.wait();
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let mut tail = outcome.tail;

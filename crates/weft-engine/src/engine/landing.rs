@@ -3,7 +3,8 @@
 //!
 //! A passing isolated attempt is journaled (`landing_started`) and queued; so is, at the
 //! start of a run, every attempt a dead engine journaled but never finished landing. The
-//! loop drains the queue after each batch of messages, so among the attempts that are
+//! loop drains the queue after each batch of messages (not while a verification of the
+//! tip is in progress: it holds the tip still), so among the attempts that are
 //! waiting the lowest plan order lands first, and nothing else happens in between: a
 //! landing reads the integration tip, merges without any checkout and moves the branch
 //! with a compare-and-swap. A repair attempt lands on the same path; it is refused (as a

@@ -9,7 +9,9 @@
 //! Threads: the loop is one thread; it alone writes run state to the store. Each attempt
 //! has its own threads (see `attempt`), which talk to the loop over one channel; the loop
 //! wakes on every message and at least once per poll interval (control requests and edits
-//! from other processes are picked up then).
+//! from other processes are picked up then). A verification of the integration tip runs
+//! its commands on a worker thread of its own, which reports on the same channel (see
+//! `verify`); the loop goes on meanwhile, landing nothing until it has ended.
 //!
 //! Bounds: at most `parallel` attempts run at once; a scheduling pass costs the changed
 //! tasks and their dependents, not the plan (the plan is read whole only at the start, at

@@ -5,7 +5,9 @@
 //! with other processes, start what is ready up to the slot cap. Between passes it waits
 //! for messages from the attempts' threads: progress updates only the display; ends are
 //! judged already (in the attempt's thread, by core's one gate) and are recorded in plan
-//! order, a passing isolated attempt through the [`LandingQueue`].
+//! order, a passing isolated attempt through the [`LandingQueue`], which is drained
+//! after each batch of messages unless a verification of the tip is in progress (its
+//! steps' ends arrive on the same channel; see `verify`).
 //!
 //! See the parent module for the threads, bounds and crash safety of a run.
 
@@ -244,16 +246,16 @@ impl<'a> RunLoop<'a> {
                 self.view.refresh(&self.store)?;
                 self.start_ready()?;
                 self.publish()?;
-                if self.live.is_empty() {
+                // A verification in progress is waited for like a running attempt.
+                if self.live.is_empty() && !self.verifying() {
                     // Before the run can end, the last landings are verified (which may
-                    // release dependents the gate held).
-                    if self.verify_if_due(true)? {
+                    // release dependents the gate held); its end is received below.
+                    if !self.verify_if_due(true)? {
+                        if self.nothing_left()? {
+                            break;
+                        }
                         continue;
                     }
-                    if self.nothing_left()? {
-                        break;
-                    }
-                    continue;
                 }
             }
             match self.receive()? {
@@ -313,6 +315,7 @@ impl<'a> RunLoop<'a> {
         for running in self.live.values() {
             running.canceller.cancel();
         }
+        self.stop_verification();
     }
 
     /// Act on the control requests other processes left for this plan.
@@ -383,7 +386,9 @@ impl<'a> RunLoop<'a> {
             // each): one at a time, the others wait their turn.
             let view = &self.view;
             let is_ops = |id: &str| view.task(id).is_some_and(|t| t.kind == TaskKind::Ops);
-            let mut ops_busy = self.live.values().any(|l| is_ops(&l.attempt.task_id));
+            // A verification has the checkout moved to the tip it verifies.
+            let mut ops_busy =
+                self.verifying() || self.live.values().any(|l| is_ops(&l.attempt.task_id));
             starts.retain(|&i| {
                 if view.plan().tasks[i].kind != TaskKind::Ops {
                     return true;
@@ -451,8 +456,9 @@ impl<'a> RunLoop<'a> {
         let order_of = |message: &Msg| match message {
             Msg::Finished { attempt, .. } => self.live.get(attempt).map_or(u32::MAX, |l| l.order),
             Msg::Supervisor { .. } => 0,
+            Msg::Verified { .. } => u32::MAX,
         };
-        messages.sort_by_key(|m| (matches!(m, Msg::Finished { .. }), order_of(m)));
+        messages.sort_by_key(|m| (!matches!(m, Msg::Supervisor { .. }), order_of(m)));
         for message in messages {
             match message {
                 Msg::Supervisor { attempt, event } => self.progress(&attempt, event)?,
@@ -461,9 +467,16 @@ impl<'a> RunLoop<'a> {
                     self.approvals.attempt_ended(&attempt);
                     reschedule |= self.attempt_ended(&attempt, *result)?;
                 }
+                Msg::Verified { runs, stopped } => {
+                    reschedule |= self.verify_step_ended(runs, stopped)?;
+                }
             }
         }
-        self.land_waiting()?;
+        // The integration tip holds still while a verification runs: what passed waits
+        // in the queue (journaled) and lands once it has ended.
+        if !self.verifying() {
+            self.land_waiting()?;
+        }
         reschedule |= self.verify_if_due(false)?;
         Ok(Some(reschedule))
     }

@@ -8,7 +8,7 @@
 //!   landing queue has emptied (`verify_batch` unset) or once `verify_batch` landings
 //!   are past the last green tip, and always before the run ends (when nothing is
 //!   running). Never while an ops task uses the integration checkout, never while the
-//!   run is stopping.
+//!   run is stopping, one verification at a time.
 //! - **Where**: the run's integration checkout, detached at the tip being verified (an
 //!   existing commit: every landing is a merge commit on the integration branch, so the
 //!   tip after landing `k` is that commit; the "alone" tip is built as objects by
@@ -33,11 +33,24 @@
 //!   passed attempt cut from such a tip that had not landed yet (see `landing::land`).
 //!   The rebuilt tip is then verified like any other.
 //!
-//! Threads: runs on the loop's thread; while it runs nothing starts or lands (the tip
-//! must hold still), running attempts go on and their ends are handled after it.
-//! Bounds: one verification at a time, each command bounded like a check (timeout,
-//! log cap, tail); at most ⌈log2 N⌉ + 3 verifications per red tip; at most
-//! [`MAX_ROUNDS`] quarantines per call.
+//! Threads: the loop decides and records; the commands run off its thread. Each step
+//! (the first run on a tip, the repeat, a bisect step, the culprit alone) moves the
+//! integration checkout to its tip on the loop's thread, then runs its commands on a
+//! `weft-verify-<id>` worker thread, which sends [`Msg::Verified`] over the attempts'
+//! channel when they end; the loop records the outcome and starts the next step (or
+//! quarantines, on its own thread: git plumbing and store writes, no commands). While
+//! a verification is in progress the loop goes on as usual — attempts start (ops tasks
+//! excepted: the checkout is in use), their progress and ends are handled, control
+//! requests are taken — but nothing lands: passed attempts wait journaled in the
+//! [`LandingQueue`](super::landing::LandingQueue) and land once the verification has
+//! ended (the tip must hold still for a bisect and a quarantine to mean anything), and a
+//! later verification covers them. `weft stop` (or an interrupt) cancels the running
+//! command through the supervisor (its process group, like an attempt's); the stopped
+//! step is reported by a notice, its tip stays unverified and the next run verifies it.
+//! A loop that fails with a step running stops and joins it ([`Running`]'s drop).
+//! Bounds: one verification step at a time, each command bounded like a check (timeout,
+//! log cap, tail); at most ⌈log2 N⌉ + 3 steps per red tip; a quarantine takes out at
+//! most 4 × [`MAX_ROUNDS`] landings.
 //!
 //! Crash safety: the integration ref only moves in the rebuild, together with
 //! `refs/weft/<run>/tip`. A quarantine is journaled in the store before the ref moves and
@@ -47,25 +60,30 @@
 //! rebuild finishes the verification the next time it runs.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use weft_core::bisect::{Step, next_step};
 use weft_core::event::{Event, EventKind};
-use weft_core::{Check, CheckRun, Landing, TaskKind, TaskStatus, Verdict, VerdictOutcome};
+use weft_core::{CheckRun, Landing, TaskKind};
 use weft_git::{Oid, Rebuild, Repo};
-use weft_store::{TaskUpdate, VerifyUpdate};
+use weft_store::VerifyUpdate;
 
+mod commands;
+mod quarantine;
+
+pub use commands::{ByHand, by_hand};
+use commands::{Running, Stopper, check_plan, effective_commands, spawn_worker};
+
+use super::now;
 use super::runloop::RunLoop;
-use super::{now, random_hex16};
-use crate::EngineConfig;
-use crate::attempt::{CheckPlan, run_checks};
+use crate::attempt::Msg;
 use crate::error::EngineError;
-use crate::executor::Executor;
-use crate::isolation::{Isolation, git_error};
+use crate::isolation::git_error;
 
-/// Most quarantines one verification call carries out before it lets the loop go on.
+/// A quarantine that keeps finding landings that no longer apply gives up after taking
+/// out 4 × this many.
 const MAX_ROUNDS: usize = 16;
 
 /// Characters of a failing command's output a quarantine verdict quotes.
@@ -74,6 +92,8 @@ const VERDICT_TAIL: usize = 2000;
 /// What the loop keeps of its run's verification.
 #[derive(Debug, Default)]
 pub(crate) struct VerifyState {
+    /// The step in progress (its commands run on a worker thread).
+    pub running: Option<Running>,
     /// The last green tip (`None`: none yet; the run's base is then the starting point).
     pub green: Option<Oid>,
     /// The run's base commit.
@@ -205,13 +225,15 @@ impl RunLoop<'_> {
         Ok(())
     }
 
-    /// Verify the integration tip if it is due (see the module's contract); `idle`:
-    /// nothing is running, so the run would otherwise end. True when it verified.
+    /// Start verifying the integration tip if it is due (see the module's contract);
+    /// `idle`: nothing is running, so the run would otherwise end. True when a
+    /// verification started (its commands run on a worker thread; its end arrives as
+    /// [`Msg::Verified`]).
     pub(super) fn verify_if_due(&mut self, idle: bool) -> Result<bool, EngineError> {
         let Some(repo) = self.verify_repo() else {
             return Ok(false);
         };
-        if self.stopping || self.landings.refused.is_some() {
+        if self.verify.running.is_some() || self.stopping || self.landings.refused.is_some() {
             return Ok(false);
         }
         if !idle && !self.verify.landed {
@@ -223,33 +245,41 @@ impl RunLoop<'_> {
             return Ok(false);
         }
         self.verify.landed = false;
-        let mut verified = false;
-        for _ in 0..MAX_ROUNDS {
-            let tip = self.recorded_tip()?;
-            if [&self.verify.green, &self.verify.base, &self.verify.stuck]
-                .iter()
-                .any(|known| known.as_ref() == Some(&tip))
-            {
-                break;
-            }
-            let due = idle
-                || match self.config.verify.batch {
-                    None => true,
-                    Some(n) => {
-                        let from = self.last_green().unwrap_or_else(|| tip.clone());
-                        let since = repo.first_parents_between(&from, &tip).map_err(git_error)?;
-                        since.len() >= n
-                    }
-                };
-            if !due {
-                break;
-            }
-            verified = true;
-            if !self.verify_tip_fully(&repo, &tip)? {
-                break;
-            }
+        let tip = self.recorded_tip()?;
+        if [&self.verify.green, &self.verify.base, &self.verify.stuck]
+            .iter()
+            .any(|known| known.as_ref() == Some(&tip))
+        {
+            return Ok(false);
         }
-        Ok(verified)
+        let due = idle
+            || match self.config.verify.batch {
+                None => true,
+                Some(n) => {
+                    let from = self.last_green().unwrap_or_else(|| tip.clone());
+                    let since = repo.first_parents_between(&from, &tip).map_err(git_error)?;
+                    since.len() >= n
+                }
+            };
+        if !due {
+            return Ok(false);
+        }
+        self.begin_step(tip.clone(), tip, "landed", Phase::Landed)?;
+        Ok(true)
+    }
+
+    /// Whether a verification is in progress (a step's commands run): nothing lands and
+    /// no ops task starts until it ends.
+    pub(super) fn verifying(&self) -> bool {
+        self.verify.running.is_some()
+    }
+
+    /// The run is stopping: the running verification step's commands are cancelled
+    /// (their process group, like an attempt's); its end arrives stopped.
+    pub(super) fn stop_verification(&mut self) {
+        if let Some(running) = &self.verify.running {
+            running.stopper.stop();
+        }
     }
 
     /// The last green tip, else the run's base.
@@ -268,78 +298,241 @@ impl RunLoop<'_> {
         Ok(iso.recorded_tips()?.remove(0))
     }
 
-    /// Verify `tip`; on a failure, again; then bisect and quarantine. True when a
-    /// quarantine moved the tip (to be verified next).
-    fn verify_tip_fully(&mut self, repo: &Repo, tip: &Oid) -> Result<bool, EngineError> {
-        let first = self.verify_once(tip, "landed")?;
-        if first.passed {
-            self.turn_green(tip)?;
-            return Ok(false);
-        }
-        let again = self.verify_once(tip, "repeat")?;
-        if again.passed {
-            let command = first.failed.map(|f| f.command).unwrap_or_default();
-            let flaky = EventKind::VerificationFlaky {
-                tip: tip.as_str().to_owned(),
-                command,
-            };
-            self.record_run_event(flaky)?;
-            self.turn_green(tip)?;
-            return Ok(false);
-        }
-        let red = again.failed.or(first.failed).unwrap_or(CheckRun {
-            command: String::new(),
-            exit_code: None,
-            output_tail: String::new(),
-            duration_ms: None,
-        });
-        let Some(from) = self.last_green() else {
-            self.verify.stuck = Some(tip.clone());
-            return Ok(false);
+    /// Start one step of the verification of `tip`: the commands on `at` (the tip itself,
+    /// a bisect's earlier tip, or a landing alone), with its `verification_started`
+    /// event; the commands run on a worker thread.
+    fn begin_step(
+        &mut self,
+        tip: Oid,
+        at: Oid,
+        purpose: &'static str,
+        phase: Phase,
+    ) -> Result<(), EngineError> {
+        let Some(iso) = self.isolation.clone() else {
+            return Ok(());
         };
-        let landings = repo.first_parents_between(&from, tip).map_err(git_error)?;
-        if landings.is_empty() {
-            self.verify.stuck = Some(tip.clone());
-            return Ok(false);
-        }
-        let n = landings.len();
-        let mut results: Vec<(usize, bool)> = Vec::new();
-        let mut failures: Vec<(usize, CheckRun)> = vec![(n, red)];
-        let culprit = loop {
-            match next_step(n, &results) {
-                Step::Culprit(k) => break k,
-                Step::Verify(i) => {
-                    crate::failpoint::hit("bisect_step");
-                    let at = &landings[i - 1];
-                    let outcome = self.verify_once(at, "bisect")?;
-                    results.push((i, outcome.passed));
-                    if let Some(failed) = outcome.failed {
-                        failures.push((i, failed));
-                    }
-                    let step = EventKind::BisectStep {
-                        tip: at.as_str().to_owned(),
-                        landing: i,
-                        of: n,
-                        task: self.task_of_landing(at)?.map(|(task, _)| task),
-                        passed: outcome.passed,
-                        runs: results.len() as u32,
-                    };
-                    self.record_run_event(step)?;
-                }
+        let commands = self.verify.commands.clone();
+        let started = EventKind::VerificationStarted {
+            tip: at.as_str().to_owned(),
+            commands: commands.clone(),
+            purpose: purpose.to_owned(),
+        };
+        let update = VerifyUpdate {
+            verifying: Some(Some(at.as_str().to_owned())),
+            ..VerifyUpdate::default()
+        };
+        self.store.update_verify(
+            &self.run_id,
+            &self.config.plan_id,
+            &update,
+            Some(Event::new(started).run(&self.run_id)),
+            now(),
+        )?;
+        self.publish()?;
+        let stopper = Arc::new(Stopper::default());
+        let worker = match check_plan(self.config, &commands, &iso, &self.log_dir, &at)? {
+            Ok(plan) => Some(spawn_worker(
+                Arc::clone(&self.executor),
+                plan,
+                Arc::clone(&stopper),
+                self.tx.clone(),
+            )?),
+            Err(runs) => {
+                // Nothing to run: the step ends at once, through the same path.
+                let _ = self.tx.send(Msg::Verified {
+                    runs,
+                    stopped: false,
+                });
+                None
             }
         };
+        self.verify.running = Some(Running {
+            tip,
+            at,
+            purpose,
+            phase,
+            clock: Instant::now(),
+            stopper,
+            worker,
+        });
+        Ok(())
+    }
+
+    /// A verification step's commands ended: record how, then take the next step (the
+    /// repeat, a bisect step, the culprit alone, the quarantine) or turn the tip green.
+    /// A stopped step is recorded as such and the tip stays unverified (the next run
+    /// verifies it again). True: something may have changed.
+    pub(super) fn verify_step_ended(
+        &mut self,
+        runs: Vec<CheckRun>,
+        stopped: bool,
+    ) -> Result<bool, EngineError> {
+        let Some(mut running) = self.verify.running.take() else {
+            return Ok(false);
+        };
+        let phase = std::mem::replace(&mut running.phase, Phase::Landed);
+        let (tip, at, purpose) = (running.tip.clone(), running.at.clone(), running.purpose);
+        let duration_ms = running.clock.elapsed().as_millis() as u64;
+        // The worker sent its last message: joined at once.
+        drop(running);
+        let clear = VerifyUpdate {
+            verifying: Some(None),
+            ..VerifyUpdate::default()
+        };
+        if stopped {
+            let text = format!(
+                "the verification of the integration tip {} was stopped with the run; the next `weft run` verifies it again",
+                at.short()
+            );
+            let event = Event::new(EventKind::Notice { text }).run(&self.run_id);
+            self.store.update_verify(
+                &self.run_id,
+                &self.config.plan_id,
+                &clear,
+                Some(event),
+                now(),
+            )?;
+            self.publish()?;
+            return Ok(true);
+        }
+        let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
+        let kind = match &failed {
+            None => EventKind::VerificationPassed {
+                tip: at.as_str().to_owned(),
+                purpose: purpose.to_owned(),
+                duration_ms,
+            },
+            Some(run) => EventKind::VerificationFailed {
+                tip: at.as_str().to_owned(),
+                purpose: purpose.to_owned(),
+                command: run.command.clone(),
+                exit_code: run.exit_code,
+                output_tail: weft_core::tail_chars(&run.output_tail, VERDICT_TAIL),
+                duration_ms,
+            },
+        };
+        let event = Event::new(kind).run(&self.run_id);
+        self.store.update_verify(
+            &self.run_id,
+            &self.config.plan_id,
+            &clear,
+            Some(event),
+            now(),
+        )?;
+        self.publish()?;
+        let outcome = Verified {
+            passed: failed.is_none(),
+            failed,
+        };
+        self.advance(tip, phase, outcome)?;
+        Ok(true)
+    }
+
+    /// What follows a step's outcome.
+    fn advance(&mut self, tip: Oid, phase: Phase, outcome: Verified) -> Result<(), EngineError> {
+        match phase {
+            Phase::Landed if outcome.passed => self.turn_green(&tip),
+            Phase::Landed => {
+                let first = outcome.failed;
+                self.begin_step(tip.clone(), tip, "repeat", Phase::Repeat { first })
+            }
+            Phase::Repeat { first } if outcome.passed => {
+                let command = first.map(|f| f.command).unwrap_or_default();
+                let flaky = EventKind::VerificationFlaky {
+                    tip: tip.as_str().to_owned(),
+                    command,
+                };
+                self.record_run_event(flaky)?;
+                self.turn_green(&tip)
+            }
+            Phase::Repeat { first } => self.start_bisect(tip, outcome.failed.or(first)),
+            Phase::Bisect(mut bisect) => {
+                let i = bisect.step;
+                let at = bisect.landings[i - 1].clone();
+                bisect.results.push((i, outcome.passed));
+                if let Some(failed) = outcome.failed {
+                    bisect.failures.push((i, failed));
+                }
+                let step = EventKind::BisectStep {
+                    tip: at.as_str().to_owned(),
+                    landing: i,
+                    of: bisect.landings.len(),
+                    task: self.task_of_landing(&at)?.map(|(task, _)| task),
+                    passed: outcome.passed,
+                    runs: bisect.results.len() as u32,
+                };
+                self.record_run_event(step)?;
+                self.bisect_next(bisect)
+            }
+            Phase::Alone(mut journal) => {
+                journal.only_in_combination = Some(outcome.passed);
+                self.quarantine(*journal)
+            }
+        }
+    }
+
+    /// `tip` failed twice: bisect among the landings since the last green tip.
+    fn start_bisect(&mut self, tip: Oid, red: Option<CheckRun>) -> Result<(), EngineError> {
+        let Some(repo) = self.verify_repo() else {
+            return Ok(());
+        };
+        let red = red.unwrap_or_else(no_run);
+        let Some(from) = self.last_green() else {
+            self.verify.stuck = Some(tip);
+            return Ok(());
+        };
+        let landings = repo.first_parents_between(&from, &tip).map_err(git_error)?;
+        if landings.is_empty() {
+            self.verify.stuck = Some(tip);
+            return Ok(());
+        }
+        let failures = vec![(landings.len(), red)];
+        self.bisect_next(Bisect {
+            tip,
+            from,
+            landings,
+            results: Vec::new(),
+            failures,
+            step: 0,
+        })
+    }
+
+    /// The bisect's next step ([`next_step`]), or its culprit once found.
+    fn bisect_next(&mut self, mut bisect: Bisect) -> Result<(), EngineError> {
+        match next_step(bisect.landings.len(), &bisect.results) {
+            Step::Culprit(k) => self.culprit_found(bisect, k),
+            Step::Verify(i) => {
+                crate::failpoint::hit("bisect_step");
+                bisect.step = i;
+                let at = bisect.landings[i - 1].clone();
+                self.begin_step(bisect.tip.clone(), at, "bisect", Phase::Bisect(bisect))
+            }
+        }
+    }
+
+    /// The bisect named landing `culprit` (1-based): journal its quarantine, after
+    /// verifying it alone on the tip before the landings it came after (when there are
+    /// some and its landing composes without them).
+    fn culprit_found(&mut self, bisect: Bisect, culprit: usize) -> Result<(), EngineError> {
+        let Some(repo) = self.verify_repo() else {
+            return Ok(());
+        };
+        let Bisect {
+            tip,
+            from,
+            landings,
+            results,
+            failures,
+            ..
+        } = bisect;
+        let n = landings.len();
         let bisect_runs = results.len() as u32;
         let broke = landings[culprit - 1].clone();
         let failure = failures
             .into_iter()
             .find(|(i, _)| *i == culprit)
             .map(|(_, f)| f)
-            .unwrap_or(CheckRun {
-                command: String::new(),
-                exit_code: None,
-                output_tail: String::new(),
-                duration_ms: None,
-            });
+            .unwrap_or_else(no_run);
         let before = if culprit == 1 {
             from.clone()
         } else {
@@ -352,21 +545,8 @@ impl RunLoop<'_> {
             );
             self.record_run_event(EventKind::Notice { text })?;
             self.halted = true;
-            self.verify.stuck = Some(tip.clone());
-            return Ok(false);
-        };
-        // Does the culprit's landing fail alone, on the tip before the landings it came
-        // after? One verification of a tip built as objects.
-        let only_in_combination = if culprit == 1 {
-            Some(false)
-        } else {
-            let others: Vec<Oid> = landings[..culprit - 1].to_vec();
-            match repo.compose_without(&broke, &others).map_err(git_error)? {
-                Rebuild::Rebuilt { new_tip, .. } => {
-                    Some(self.verify_once(&new_tip, "alone")?.passed)
-                }
-                _ => None,
-            }
+            self.verify.stuck = Some(tip);
+            return Ok(());
         };
         // Later landings whose attempts were cut from a tip holding the culprit go too.
         let mut drop = vec![broke.as_str().to_owned()];
@@ -387,207 +567,33 @@ impl RunLoop<'_> {
             broke: broke.as_str().to_owned(),
             command: failure.command,
             output_tail: failure.output_tail,
-            only_in_combination,
+            only_in_combination: (culprit == 1).then_some(false),
             bisect_runs,
             landings: n,
             requeued,
             conflicted: Vec::new(),
         };
+        if culprit == 1 {
+            return self.quarantine(journal);
+        }
+        // Does the culprit's landing fail alone, on the tip before the landings it came
+        // after? One verification of a tip built as objects.
+        let others: Vec<Oid> = landings[..culprit - 1].to_vec();
+        match repo.compose_without(&broke, &others).map_err(git_error)? {
+            Rebuild::Rebuilt { new_tip, .. } => {
+                self.begin_step(tip, new_tip, "alone", Phase::Alone(Box::new(journal)))
+            }
+            _ => self.quarantine(journal),
+        }
+    }
+
+    /// Journal the quarantine, then carry it out; the rebuilt tip is verified next.
+    fn quarantine(&mut self, journal: Journal) -> Result<(), EngineError> {
         self.journal(Some(&journal))?;
         crate::failpoint::hit("quarantine_journaled");
         self.finish_quarantine(journal)?;
-        Ok(true)
-    }
-
-    /// Store (or clear) the quarantine journal.
-    fn journal(&mut self, journal: Option<&Journal>) -> Result<(), EngineError> {
-        let text = journal.map(|j| serde_json::to_string(j).unwrap_or_default());
-        let update = VerifyUpdate {
-            quarantine: Some(text),
-            ..VerifyUpdate::default()
-        };
-        self.store
-            .update_verify(&self.run_id, &self.config.plan_id, &update, None, now())?;
+        self.verify.landed = true;
         Ok(())
-    }
-
-    /// Rebuild the integration branch without the journal's landings, then store what
-    /// that means for the tasks; idempotent (a rebuild already done is recognised).
-    fn finish_quarantine(&mut self, mut journal: Journal) -> Result<(), EngineError> {
-        let Some(iso) = self.isolation.clone() else {
-            return Ok(());
-        };
-        let repo = iso.slots[0].repo.clone();
-        let reference = iso.integration_ref();
-        let record = iso.record_ref();
-        let rebuilt = loop {
-            let drop: Vec<Oid> = journal.drop.iter().filter_map(|d| Oid::parse(d)).collect();
-            match repo
-                .rebuild_without_recorded(&reference, &record, &drop)
-                .map_err(git_error)?
-            {
-                Rebuild::Rebuilt {
-                    new_tip, reapplied, ..
-                } => {
-                    carry_evidence(&repo, &reapplied);
-                    break new_tip;
-                }
-                // Done before a crash: the tip is the rebuilt one.
-                Rebuild::NotOnBranch { .. } => break iso.recorded_tips()?.remove(0),
-                Rebuild::NoLongerApplies { commit, files, .. } => {
-                    let task = self.task_of_landing(&commit)?.map(|(t, _)| t);
-                    journal.drop.push(commit.as_str().to_owned());
-                    if let Some(task) = task {
-                        journal.conflicted.push((task, files));
-                    }
-                    if journal.drop.len() > 4 * MAX_ROUNDS {
-                        break iso.recorded_tips()?.remove(0);
-                    }
-                    self.journal(Some(&journal))?;
-                }
-            }
-        };
-        crate::failpoint::hit("quarantine_rebuilt");
-        self.settle_quarantine(&journal, &rebuilt)?;
-        let update = VerifyUpdate {
-            green: Some(Some(journal.green.clone())),
-            quarantine: Some(None),
-            ..VerifyUpdate::default()
-        };
-        self.store
-            .update_verify(&self.run_id, &self.config.plan_id, &update, None, now())?;
-        self.verify.green = Oid::parse(&journal.green);
-        // Taken out last, the tip is the green one again: what it holds is met.
-        if self.verify.green.as_ref() == Some(&rebuilt) {
-            self.view.verified_all();
-        }
-        Ok(())
-    }
-
-    /// The culprit failed (its dependents blocked), the tainted tasks pending again, the
-    /// landings that no longer apply conflicted.
-    fn settle_quarantine(&mut self, journal: &Journal, rebuilt: &Oid) -> Result<(), EngineError> {
-        let Some(task) = self.view.task(&journal.culprit).cloned() else {
-            return Ok(());
-        };
-        let short = |t: &str| t.get(..12).unwrap_or(t).to_owned();
-        let tail = weft_core::tail_chars(&journal.output_tail, VERDICT_TAIL);
-        let combination = match journal.only_in_combination {
-            Some(true) => {
-                " It fails only in combination: its landing alone on the tip before the other landings passes, so the later of the two (this one) was taken out."
-            }
-            Some(false) => " Its landing fails verification on its own.",
-            None => "",
-        };
-        let reason = format!(
-            "Failed: quarantined: its landing broke verification. `{}` failed on the integration tip {} (the first tip that fails; found among {} landing(s) in {} bisect verification(s)).{combination} The integration branch was rebuilt without it at {}. Output tail:\n{tail}",
-            journal.command,
-            short(&journal.broke),
-            journal.landings,
-            journal.bisect_runs,
-            short(rebuilt.as_str()),
-        );
-        let mut verdict = task.verdict.clone().unwrap_or(Verdict {
-            outcome: VerdictOutcome::Fail,
-            reason: String::new(),
-            checks: Vec::new(),
-            decided_at: now(),
-        });
-        verdict.outcome = VerdictOutcome::Fail;
-        verdict.reason = reason.clone();
-        verdict.decided_at = now();
-        verdict.checks.push(Check {
-            name: format!("verify:{}", journal.command),
-            passed: false,
-            skipped: false,
-            detail: tail.clone(),
-            exit_code: None,
-            duration_ms: None,
-        });
-        let requeued_names: Vec<String> = journal.requeued.clone();
-        let conflicted_names: Vec<String> =
-            journal.conflicted.iter().map(|(t, _)| t.clone()).collect();
-        if task.status != TaskStatus::Failed {
-            let update = TaskUpdate {
-                status: Some(TaskStatus::Failed),
-                verdict: Some(Some(verdict)),
-                ..TaskUpdate::default()
-            };
-            let event = Event::new(EventKind::TaskQuarantined {
-                order: task.order,
-                title: task.title.clone(),
-                broke: journal.broke.clone(),
-                rebuilt: rebuilt.as_str().to_owned(),
-                command: journal.command.clone(),
-                output_tail: tail,
-                only_in_combination: journal.only_in_combination,
-                bisect_runs: journal.bisect_runs,
-                requeued: requeued_names,
-                conflicted: conflicted_names,
-            })
-            .run(&self.run_id);
-            self.view
-                .update_task(&mut self.store, &task.id, &update, event)?;
-        }
-        crate::failpoint::hit("quarantine_failed");
-        let requeue: Vec<(String, TaskUpdate)> = journal
-            .requeued
-            .iter()
-            .filter(|id| self.view.task(id).is_some_and(|t| t.status == TaskStatus::Completed))
-            .map(|id| {
-                let why = format!(
-                    "Discarded: its attempt started from a tip that held quarantined task #{} {:?}; it runs again from the rebuilt tip {}.",
-                    task.order,
-                    task.id,
-                    short(rebuilt.as_str())
-                );
-                (id.clone(), pending_with(&why))
-            })
-            .collect();
-        if !requeue.is_empty() {
-            let updates: Vec<(&str, &TaskUpdate)> =
-                requeue.iter().map(|(id, u)| (id.as_str(), u)).collect();
-            let event = Event::new(EventKind::TasksRequeued {
-                tasks: requeue.iter().map(|(id, _)| id.clone()).collect(),
-            })
-            .run(&self.run_id);
-            self.view.update_tasks(&mut self.store, &updates, event)?;
-        }
-        for (id, files) in &journal.conflicted {
-            let Some(other) = self.view.task(id).cloned() else {
-                continue;
-            };
-            if other.status != TaskStatus::Completed {
-                continue;
-            }
-            let why = format!(
-                "Conflicted: its landing no longer applies without quarantined task #{} {:?}: it conflicts in {}; it was taken out of the integration branch too.",
-                task.order,
-                task.id,
-                weft_git::list_paths(files)
-            );
-            let update = TaskUpdate {
-                status: Some(TaskStatus::Conflicted),
-                verdict: Some(Some(Verdict {
-                    outcome: VerdictOutcome::Fail,
-                    reason: why.clone(),
-                    checks: Vec::new(),
-                    decided_at: now(),
-                })),
-                ..TaskUpdate::default()
-            };
-            let event = Event::new(EventKind::TaskFinished {
-                order: other.order,
-                title: other.title.clone(),
-                status: TaskStatus::Conflicted,
-                reason: why,
-                after_restart: false,
-            })
-            .run(&self.run_id);
-            self.view.update_task(&mut self.store, id, &update, event)?;
-            self.after_failure(id)?;
-        }
-        self.after_failure(&task.id)
     }
 
     /// The task whose landing is `commit` in this run, and the tip its attempt was cut
@@ -671,327 +677,43 @@ impl RunLoop<'_> {
             .record_event(Some(&self.config.plan_id), event, now())?;
         Ok(())
     }
-
-    /// Run the `verify` commands once on `tip` in the integration checkout, with its
-    /// events (started; passed or failed).
-    fn verify_once(&mut self, tip: &Oid, purpose: &str) -> Result<Verified, EngineError> {
-        let Some(iso) = self.isolation.clone() else {
-            return Ok(Verified {
-                passed: true,
-                failed: None,
-            });
-        };
-        let commands = self.verify.commands.clone();
-        let started = EventKind::VerificationStarted {
-            tip: tip.as_str().to_owned(),
-            commands: commands.clone(),
-            purpose: purpose.to_owned(),
-        };
-        let update = VerifyUpdate {
-            verifying: Some(Some(tip.as_str().to_owned())),
-            ..VerifyUpdate::default()
-        };
-        self.store.update_verify(
-            &self.run_id,
-            &self.config.plan_id,
-            &update,
-            Some(Event::new(started).run(&self.run_id)),
-            now(),
-        )?;
-        self.publish()?;
-        let clock = Instant::now();
-        let runs = run_commands(
-            self.config,
-            &commands,
-            &iso,
-            self.executor.as_ref(),
-            &self.log_dir,
-            tip,
-        )?;
-        let duration_ms = clock.elapsed().as_millis() as u64;
-        let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
-        let kind = match &failed {
-            None => EventKind::VerificationPassed {
-                tip: tip.as_str().to_owned(),
-                purpose: purpose.to_owned(),
-                duration_ms,
-            },
-            Some(run) => EventKind::VerificationFailed {
-                tip: tip.as_str().to_owned(),
-                purpose: purpose.to_owned(),
-                command: run.command.clone(),
-                exit_code: run.exit_code,
-                output_tail: weft_core::tail_chars(&run.output_tail, VERDICT_TAIL),
-                duration_ms,
-            },
-        };
-        let update = VerifyUpdate {
-            verifying: Some(None),
-            ..VerifyUpdate::default()
-        };
-        self.store.update_verify(
-            &self.run_id,
-            &self.config.plan_id,
-            &update,
-            Some(Event::new(kind).run(&self.run_id)),
-            now(),
-        )?;
-        self.publish()?;
-        Ok(Verified {
-            passed: failed.is_none(),
-            failed,
-        })
-    }
-
-    /// A passed attempt cut from a tip the integration branch no longer holds (a
-    /// quarantine took it out): not landed as is; its task runs again.
-    pub(super) fn record_discarded(
-        &mut self,
-        task_id: &str,
-        attempt: weft_core::Attempt,
-        why: &str,
-    ) -> Result<(), EngineError> {
-        let verdict = Verdict {
-            outcome: VerdictOutcome::Fail,
-            reason: why.to_owned(),
-            checks: Vec::new(),
-            decided_at: now(),
-        };
-        let landing = Landing::Conflicted {
-            files: Vec::new(),
-            detail: why.to_owned(),
-        };
-        self.store.save_attempt(
-            &weft_core::Attempt {
-                status: weft_core::AttemptStatus::Failed,
-                verdict: Some(verdict),
-                landing: Some(landing.clone()),
-                ended_at: Some(now()),
-                ..attempt
-            },
-            EventKind::LandingFinished {
-                landing,
-                after_restart: false,
-            },
-            now(),
-        )?;
-        let update = pending_with(why);
-        let event = Event::new(EventKind::TasksRequeued {
-            tasks: vec![task_id.to_owned()],
-        })
-        .run(&self.run_id);
-        self.view
-            .update_task(&mut self.store, task_id, &update, event)
-    }
 }
 
-/// Run the `verify` commands once in `iso`'s integration checkout detached at `tip`,
-/// like a task's checks (in order, stopping at the first that fails).
-fn run_commands(
-    config: &EngineConfig,
-    commands: &[String],
-    iso: &Isolation,
-    executor: &dyn Executor,
-    log_dir: &Path,
-    tip: &Oid,
-) -> Result<Vec<CheckRun>, EngineError> {
-    let commands = commands.to_vec();
-    let folder = match iso.integration_checkout_at(std::slice::from_ref(tip)) {
-        Ok(folder) => folder,
-        Err(error) => {
-            return Ok(vec![CheckRun {
-                command: commands.first().cloned().unwrap_or_default(),
-                exit_code: None,
-                output_tail: format!(
-                    "the integration checkout could not be moved to the tip: {error}"
-                ),
-                duration_ms: None,
-            }]);
-        }
-    };
-    let id = format!("verify-{}", random_hex16());
-    let contain = crate::contain::containment(config, &id, &folder, None).map_err(|detail| {
-        EngineError::Refused {
-            detail: format!("verification cannot be contained: {detail}"),
-            hint: "check the `confine` setting (`weft config`)".into(),
-        }
-    })?;
-    let plan = CheckPlan {
-        commands: commands.clone(),
-        cwd: folder,
-        log_dir: log_dir.to_owned(),
-        attempt_id: id,
-        timeout: config.limits.task_timeout,
-        kill_grace: config.limits.kill_grace,
-        secrets: config.supervision.secrets.clone(),
-        receives_marker: false,
-        contain,
-        git_env: Vec::new(),
-        transcript: None,
-    };
-    Ok(run_checks(executor, &plan, &commands))
+/// Which step of a verification runs.
+#[derive(Debug)]
+enum Phase {
+    /// The first run on the tip.
+    Landed,
+    /// The same tip again, after it failed (`first`: how).
+    Repeat { first: Option<CheckRun> },
+    /// A bisect step: an earlier tip.
+    Bisect(Bisect),
+    /// The culprit's landing alone on the tip before the landings it came after; the
+    /// quarantine is journaled once it is known whether it fails alone.
+    Alone(Box<Journal>),
 }
 
-/// The plan's own `verify` commands (from its workflow file) when it has some, else the
-/// setting's.
-fn effective_commands(
-    store: &weft_store::Store,
-    plan_id: &str,
-    setting: &[String],
-) -> Result<Vec<String>, EngineError> {
-    let own = store.plan_verify(plan_id)?;
-    Ok(if own.is_empty() {
-        setting.to_vec()
-    } else {
-        own
-    })
+/// A bisect among the landings between the last green tip and a red one.
+#[derive(Debug)]
+struct Bisect {
+    /// The red tip.
+    tip: Oid,
+    /// The last green tip (or the run's base).
+    from: Oid,
+    landings: Vec<Oid>,
+    /// `(k, passed)`: the tip after landing `k` (1-based), verified.
+    results: Vec<(usize, bool)>,
+    failures: Vec<(usize, CheckRun)>,
+    /// The landing whose tip the running step verifies.
+    step: usize,
 }
 
-/// What `weft verify` found.
-#[derive(Debug, Clone)]
-pub struct ByHand {
-    pub run_id: String,
-    pub tip: String,
-    /// The first command that failed (none: every one passed), with its exit code and
-    /// output tail.
-    pub failed: Option<CheckRun>,
-    pub duration_ms: u64,
-}
-
-/// `weft verify`: run the `verify` commands on the open run's recorded integration tip,
-/// by hand, with the run's events; a pass records the tip as green. Refused while an
-/// engine runs the plan (its own verification would race this one), without `verify`
-/// set, and without an open isolated run. Nothing is bisected or quarantined here: the
-/// next `weft run` does that.
-pub fn by_hand(config: &EngineConfig) -> Result<ByHand, EngineError> {
-    let refuse = |detail: String, hint: &str| EngineError::Refused {
-        detail,
-        hint: hint.to_owned(),
-    };
-    let options = weft_store::OpenOptions {
-        busy_timeout: config.limits.busy_timeout,
-    };
-    let mut store = weft_store::Store::open_or_create(&config.state_dir, options)?;
-    store.set_secrets(config.supervision.secrets.clone());
-    let commands = effective_commands(&store, &config.plan_id, &config.verify.commands)?;
-    if commands.is_empty() {
-        return Err(refuse(
-            "there is nothing to verify with: the `verify` setting is empty".into(),
-            "set it in weft.toml, e.g. `verify = [\"cargo test --workspace\"]`, or pass `-c verify=\"…\"`",
-        ));
-    }
-    if let Some(pid) = crate::control::engine_running(&store, &config.plan_id)? {
-        return Err(refuse(
-            format!("a run of this plan is active (engine pid {pid}); it verifies its own tip"),
-            "wait for it to end, or `weft stop` it first",
-        ));
-    }
-    let run = store.open_run(&config.plan_id)?;
-    let Some(run) = run.filter(|r| r.integration_branch.is_some()) else {
-        return Err(refuse(
-            "this plan has no open isolated run: there is no integration tip to verify".into(),
-            "`weft run` starts one",
-        ));
-    };
-    let iso = Isolation::existing(
-        &config.workspace,
-        &config.state_dir,
-        &config.isolation.repos,
-        &run.id,
-    )?;
-    if iso.is_group() {
-        return Err(refuse(
-            "verifying a multi-repo run is not supported".into(),
-            "run the commands in each repository's integration checkout by hand",
-        ));
-    }
-    iso.check_integration()
-        .map_err(|f| f.into_error("verifying the integration tip"))?;
-    let tip = iso.recorded_tips()?.remove(0);
-    let log_dir = config.state_dir.join("logs").join(&run.id);
-    weft_agents::contain::private::create_dir_all(&log_dir).map_err(|error| EngineError::Io {
-        path: log_dir.display().to_string(),
-        error,
-    })?;
-    let started = EventKind::VerificationStarted {
-        tip: tip.as_str().to_owned(),
-        commands: commands.clone(),
-        purpose: "by_hand".into(),
-    };
-    store.record_event(
-        Some(&config.plan_id),
-        Event::new(started).run(&run.id),
-        now(),
-    )?;
-    let iso = std::sync::Arc::new(iso);
-    let executor = crate::executor::LocalExecutor {
-        workspace: config.workspace.clone(),
-        runnable: config.isolation.runnable.clone(),
-        setup: crate::contain::SetupContainment::of(config),
-        isolation: Some(iso.clone()),
-    };
-    let clock = Instant::now();
-    let runs = run_commands(config, &commands, &iso, &executor, &log_dir, &tip)?;
-    let duration_ms = clock.elapsed().as_millis() as u64;
-    let failed = runs.into_iter().find(|r| r.exit_code != Some(0));
-    let (kind, green) = match &failed {
-        None => (
-            EventKind::VerificationPassed {
-                tip: tip.as_str().to_owned(),
-                purpose: "by_hand".into(),
-                duration_ms,
-            },
-            Some(Some(tip.as_str().to_owned())),
-        ),
-        Some(run) => (
-            EventKind::VerificationFailed {
-                tip: tip.as_str().to_owned(),
-                purpose: "by_hand".into(),
-                command: run.command.clone(),
-                exit_code: run.exit_code,
-                output_tail: weft_core::tail_chars(&run.output_tail, VERDICT_TAIL),
-                duration_ms,
-            },
-            None,
-        ),
-    };
-    let update = VerifyUpdate {
-        green,
-        ..VerifyUpdate::default()
-    };
-    store.update_verify(
-        &run.id,
-        &config.plan_id,
-        &update,
-        Some(Event::new(kind).run(&run.id)),
-        now(),
-    )?;
-    Ok(ByHand {
-        run_id: run.id,
-        tip: tip.as_str().to_owned(),
-        failed,
-        duration_ms,
-    })
-}
-
-/// Issue 15 §2's call site: the evidence notes of the landings a rebuild re-created
-/// (`weft_engine::evidence::carry`) are carried over here. Best effort: a note a crash or
-/// an error left behind names the old tree, and the next start's `evidence::repair`
-/// re-creates it.
-fn carry_evidence(repo: &Repo, reapplied: &[(Oid, Oid)]) {
-    let _ = crate::evidence::carry(repo, reapplied);
-}
-
-/// Back to pending, with a verdict that says why.
-fn pending_with(why: &str) -> TaskUpdate {
-    TaskUpdate {
-        status: Some(TaskStatus::Pending),
-        verdict: Some(Some(Verdict {
-            outcome: VerdictOutcome::Fail,
-            reason: why.to_owned(),
-            checks: Vec::new(),
-            decided_at: now(),
-        })),
-        ..TaskUpdate::default()
+/// A failure with nothing to quote.
+fn no_run() -> CheckRun {
+    CheckRun {
+        command: String::new(),
+        exit_code: None,
+        output_tail: String::new(),
+        duration_ms: None,
     }
 }

@@ -303,3 +303,192 @@ fn weft_verify_runs_the_commands_on_the_tip_by_hand_and_status_shows_the_green_t
         .collect();
     assert_eq!(by_hand.len(), 2);
 }
+
+/// `weft run` with `settings`, its agents and commands not confined (they meet in a
+/// file beside the workspace).
+fn unconfined(weft: &Weft, settings: &[&str]) -> std::process::Command {
+    let mut args = vec!["run".to_owned()];
+    for setting in settings {
+        args.push("-c".into());
+        args.push((*setting).to_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut command = weft.command(&args);
+    command.env("WEFT_CONFINE", "off");
+    command
+}
+
+/// One slot; `first` lands and its verification waits (up to 15 s) for a file only the
+/// agent of `second`, an independent task, creates, then (on a tip without `second`'s
+/// work) three seconds more; so it passes only if `second` started and its agent ran
+/// while it ran, and `second`'s landing is ready during it.
+fn verify_waiting_for_an_independent_agent(weft: &Weft) -> Vec<serde_json::Value> {
+    let flag = weft.env.root().join("second-ran");
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    plan.push_str(&task("first", "echo first > first.txt", &[], false));
+    plan.push_str(&task(
+        "second",
+        &format!("touch '{}'\necho second > second.txt", flag.display()),
+        &[],
+        false,
+    ));
+    weft.write("plan.toml", &plan);
+    weft.commit_all("the plan");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let verify = format!(
+        "verify=i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 150 ] && exit 1; sleep 0.1; done; test -e second.txt || sleep 3",
+        flag.display()
+    );
+    let settings = [verify.as_str(), "parallel=1"];
+    let run = weft.run_command(&["run"], unconfined(weft, &settings));
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    events(weft)
+}
+
+fn seq_of(all: &[serde_json::Value], pred: &dyn Fn(&serde_json::Value) -> bool) -> i64 {
+    all.iter()
+        .find(|e| pred(e))
+        .map(|e| e["seq"].as_i64().unwrap())
+        .unwrap_or_else(|| panic!("no such event in {all:#?}"))
+}
+
+#[test]
+fn an_independent_task_starts_and_its_agent_runs_while_a_slow_verification_runs() {
+    let weft = Weft::new();
+    let all = verify_waiting_for_an_independent_agent(&weft);
+    let kind = |e: &serde_json::Value, k: &str| e["event"]["kind"] == k;
+    let verifying = seq_of(&all, &|e| kind(e, "verification_started"));
+    let second_started = seq_of(&all, &|e| kind(e, "task_started") && e["task"] == "second");
+    let passed = seq_of(&all, &|e| kind(e, "verification_passed"));
+    // The first verification passed: the agent of `second` ran while it waited.
+    assert!(of_kind(&all, "verification_failed").is_empty(), "{all:#?}");
+    assert!(
+        verifying < second_started && second_started < passed,
+        "{all:#?}"
+    );
+    let status = statuses(&weft);
+    assert_eq!(status["first"], "completed", "{status:?}");
+    assert_eq!(status["second"], "completed", "{status:?}");
+}
+
+#[test]
+fn a_landing_that_finishes_during_a_verification_lands_after_it_and_a_later_one_covers_it() {
+    let weft = Weft::new();
+    let all = verify_waiting_for_an_independent_agent(&weft);
+    let kind = |e: &serde_json::Value, k: &str| e["event"]["kind"] == k;
+    // `second`'s agent ended while the verification still had seconds to go.
+    let second_ended = seq_of(&all, &|e| {
+        kind(e, "landing_started") && e["task"] == "second"
+    });
+    let first_passed = seq_of(&all, &|e| kind(e, "verification_passed"));
+    let second_landed = seq_of(&all, &|e| kind(e, "task_finished") && e["task"] == "second");
+    assert!(second_ended < first_passed, "{all:#?}");
+    assert!(first_passed < second_landed, "{all:#?}");
+    // A later verification passed on a tip that holds `second`'s work.
+    let later: Vec<&serde_json::Value> = of_kind(&all, "verification_passed")
+        .into_iter()
+        .filter(|e| e["seq"].as_i64().unwrap() > second_landed)
+        .collect();
+    assert!(!later.is_empty(), "{all:#?}");
+    let tip = later[0]["event"]["tip"].as_str().unwrap();
+    let shown = weft.git(&["show", &format!("{tip}:second.txt")]);
+    assert_eq!(shown, "second");
+}
+
+/// The process group of a running process (not a zombie), from `/proc/<pid>/stat`.
+fn process_group(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 2..].split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    fields.nth(1)?.parse().ok()
+}
+
+/// The live processes in process group `group`.
+fn in_group(group: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| process_group(*pid) == Some(group))
+        .collect()
+}
+
+#[test]
+fn weft_stop_during_a_long_verification_ends_its_process_group_and_the_next_run_verifies_again() {
+    use std::time::{Duration, Instant};
+    let weft = Weft::new();
+    let pid_file = weft.env.root().join("verify.pid");
+    let may_pass = weft.env.root().join("may-pass");
+    let mut plan = String::from("goal = \"g\"\nrunner = \"exec\"\n");
+    plan.push_str(&task("only", "echo only > only.txt", &[], false));
+    weft.write("plan.toml", &plan);
+    weft.commit_all("the plan");
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    // Until `may-pass` exists, the verification hangs (in a child, in its group).
+    let verify = format!(
+        "verify=test -e '{}' && exit 0; echo $$ > '{}'; sleep 300",
+        may_pass.display(),
+        pid_file.display()
+    );
+    let mut engine = unconfined(&weft, &[verify.as_str()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        if waited.elapsed() > Duration::from_secs(30) {
+            let _ = engine.kill();
+            let output = engine.wait_with_output().unwrap();
+            panic!(
+                "the verification did not start: {}\n{:#?}",
+                String::from_utf8_lossy(&output.stderr),
+                events(&weft)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let group = process_group(pid).expect("the verify command runs");
+    assert!(!in_group(group).is_empty());
+
+    weft.ok(&["stop"]);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = engine.try_wait().unwrap() {
+            break status;
+        }
+        if stopped.elapsed() > Duration::from_secs(20) {
+            let _ = engine.kill();
+            panic!("weft run did not end within 20 s of weft stop during a verification");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = engine.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(in_group(group), Vec::<u32>::new(), "left running");
+    let all = events(&weft);
+    assert!(of_kind(&all, "verification_passed").is_empty(), "{all:#?}");
+
+    // The next run verifies the tip again (it passes now) and finishes.
+    std::fs::write(&may_pass, "").unwrap();
+    let run = weft.run_command(&["run"], unconfined(&weft, &[verify.as_str()]));
+    assert_eq!(run.code, 0, "{}", weft.show(&run));
+    let all = events(&weft);
+    let passed = of_kind(&all, "verification_passed");
+    assert_eq!(passed.len(), 1, "{all:#?}");
+    let tip = passed[0]["event"]["tip"].as_str().unwrap();
+    assert_eq!(weft.git(&["show", &format!("{tip}:only.txt")]), "only");
+    assert_eq!(statuses(&weft)["only"], "completed");
+}
