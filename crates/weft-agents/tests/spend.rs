@@ -249,3 +249,77 @@ fn a_rollout_tail_waits_for_the_file_then_reads_only_what_was_appended() {
     assert_eq!(events.len(), 2, "{events:?}");
     assert!(tail.poll().is_empty(), "nothing appended, nothing read");
 }
+
+/// The fake Codex writes its rollout where and as the real one does: weft's transcript
+/// lookup finds it by the thread id of its stream, and the tail reads its totals.
+#[test]
+fn the_fake_codexs_rollout_is_found_and_tailed_like_the_real_one() {
+    use weft_agents::transcript::codex_tail::RolloutTail;
+    use weft_agents::transcript::{self, Locator, Query, Store};
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let cwd = home.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(2);
+    let out = std::process::Command::new(weft_testkit::fake::binary())
+        .args(["--fake-as", "codex", "exec", "--json", "-m", "gpt-5", "-"])
+        .current_dir(&cwd)
+        .env("CODEX_HOME", &codex_home)
+        .env(
+            "WEFT_FAKE_SCRIPT",
+            "spend 1000 20\nsay All done.\nspend 2000 40",
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut parser = stream::parser(StreamKind::CodexJson);
+    let thread = stdout
+        .lines()
+        .flat_map(|l| parser.line(l))
+        .find_map(|e| match e {
+            AgentEvent::Session { id } => Some(id),
+            _ => None,
+        })
+        .unwrap();
+    let locator = Locator {
+        codex_home: Some(codex_home.clone()),
+        ..Locator::default()
+    };
+    let found = transcript::find(
+        Store::Codex,
+        &locator,
+        &Query {
+            cwd: &cwd,
+            started_at: started,
+            marker: None,
+            session_id: Some(&thread),
+            answer_chars: 100,
+        },
+    )
+    .expect("the rollout is found");
+    let name = found
+        .path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("rollout-") && name.ends_with(&format!("-{thread}.jsonl")));
+    let day = found
+        .path
+        .parent()
+        .unwrap()
+        .strip_prefix(codex_home.join("sessions"));
+    assert_eq!(day.unwrap().components().count(), 3, "YYYY/MM/DD");
+    assert_eq!(found.final_answer.as_deref(), Some("All done."));
+    assert_eq!(
+        (found.input_tokens, found.output_tokens),
+        (Some(3120), Some(80))
+    );
+    let mut tail = RolloutTail::new(&locator, &thread).unwrap();
+    let seen = metered(&tail.poll(), None);
+    assert_eq!(seen.len(), 2, "one total per `spend`: {seen:?}");
+    assert_eq!(seen[1].tokens.total(), 3200);
+}
