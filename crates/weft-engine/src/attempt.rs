@@ -2,7 +2,8 @@
 //! checks.
 //!
 //! Threads: each started attempt has two, `weft-events-*` (forwards its live events to
-//! the loop) and `weft-wait-*` (waits, finds its transcript, asks core's one gate for the
+//! the loop; for a Codex attempt it also tails the rollout file for its spend, bounded as
+//! `weft_agents::transcript::codex_tail` says) and `weft-wait-*` (waits, finds its transcript, asks core's one gate for the
 //! verdict, runs the checks that gate says are due, and sends the result). The events
 //! thread ends before the result is sent, so the loop sees an attempt's every event before
 //! its end. Bounds: the channel carries what the supervisor emits (bounded lines, idle
@@ -13,10 +14,10 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, SystemTime};
 
-use weft_agents::StreamKind;
 use weft_agents::manifest::{LaunchSpec, LaunchVars, Manifest};
 use weft_agents::supervise::{Canceller, Outcome, SuperviseOptions, SupervisorEvent};
 use weft_agents::transcript::{Found, Locator, Query, Store, find as find_transcript};
+use weft_agents::{AgentEvent, StreamKind};
 use weft_core::marker::Marker;
 use weft_core::prompt::{compose, compose_repair};
 use weft_core::verdict::{CheckRun, Evidence, Judgement, judge};
@@ -272,29 +273,15 @@ pub(crate) fn start(
     };
     let forward = to_engine.clone();
     let id = attempt_id.to_owned();
+    // A Codex attempt's spend is live from its rollout file (see `forward_events`).
+    let rollout = checks
+        .transcript
+        .as_ref()
+        .filter(|t| t.store == Store::Codex)
+        .map(|t| t.locator.clone());
     let forwarder = std::thread::Builder::new()
         .name(format!("weft-events-{id}"))
-        .spawn(move || {
-            for event in events_rx {
-                if let Some(gate) = &first_start
-                    && matches!(
-                        event,
-                        SupervisorEvent::Line { .. } | SupervisorEvent::Agent(_)
-                    )
-                {
-                    gate.release();
-                }
-                if forward
-                    .send(Msg::Supervisor {
-                        attempt: id.clone(),
-                        event,
-                    })
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        })
+        .spawn(move || forward_events(&events_rx, &forward, &id, first_start, rollout))
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     let id = attempt_id.to_owned();
     let executor = Arc::clone(executor);
@@ -315,6 +302,91 @@ pub(crate) fn start(
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     Ok(started)
+}
+
+/// How often the events thread reads a Codex attempt's rollout file for its spend.
+const ROLLOUT_POLL: Duration = Duration::from_secs(1);
+
+/// Polls after the process ended, to read what its rollout got last (a Codex killed
+/// before `turn.completed` leaves its spend only there); each reads at most
+/// [`codex_tail::READ_MAX`](weft_agents::transcript::codex_tail::READ_MAX).
+const ROLLOUT_LAST_POLLS: usize = 8;
+
+/// The events thread: the supervisor's events to the loop, in order, until the process
+/// ended. With `rollout` (a Codex attempt's locator), once the stream announced its thread
+/// id, that thread's rollout file is tailed about every [`ROLLOUT_POLL`] and its
+/// `token_count` totals are sent as the attempt's own `Spend` events (the stream has none
+/// before `turn.completed`); the file is only this thread's (see
+/// `weft_agents::transcript::codex_tail`).
+fn forward_events(
+    events: &mpsc::Receiver<SupervisorEvent>,
+    to_engine: &Sender<Msg>,
+    attempt: &str,
+    first_start: Option<Arc<crate::first_start::Gate>>,
+    rollout: Option<Locator>,
+) {
+    use weft_agents::transcript::codex_tail::RolloutTail;
+    let send = |event: SupervisorEvent| {
+        to_engine
+            .send(Msg::Supervisor {
+                attempt: attempt.to_owned(),
+                event,
+            })
+            .is_ok()
+    };
+    let send_all = |tail: &mut RolloutTail| {
+        let spent = tail.poll();
+        let more = !spent.is_empty();
+        let sent = spent
+            .into_iter()
+            .all(|event| send(SupervisorEvent::Agent(event)));
+        sent && more
+    };
+    let mut tail: Option<RolloutTail> = None;
+    let mut polled = std::time::Instant::now();
+    loop {
+        let wait = if tail.is_some() {
+            ROLLOUT_POLL.saturating_sub(polled.elapsed())
+        } else {
+            Duration::from_secs(3600)
+        };
+        match events.recv_timeout(wait) {
+            Ok(event) => {
+                if let Some(gate) = &first_start
+                    && matches!(
+                        event,
+                        SupervisorEvent::Line { .. } | SupervisorEvent::Agent(_)
+                    )
+                {
+                    gate.release();
+                }
+                if let (Some(locator), None, SupervisorEvent::Agent(AgentEvent::Session { id })) =
+                    (&rollout, &tail, &event)
+                {
+                    tail = RolloutTail::new(locator, id);
+                    polled = std::time::Instant::now();
+                }
+                if !send(event) {
+                    return;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(tail) = &mut tail
+            && polled.elapsed() >= ROLLOUT_POLL
+        {
+            polled = std::time::Instant::now();
+            send_all(tail);
+        }
+    }
+    if let Some(tail) = &mut tail {
+        for _ in 0..ROLLOUT_LAST_POLLS {
+            if !send_all(tail) {
+                break;
+            }
+        }
+    }
 }
 
 /// The evidence of an ended attempt: its outcome and, when one was found and is not a

@@ -166,6 +166,9 @@ pub struct Supervision {
     /// Set by the front end when the user interrupts (Ctrl-C): the run stops as if
     /// `weft stop` had been asked, killing every running attempt's process group.
     pub interrupt: Option<Interrupt>,
+    /// Where a busy store's live notice goes ([`RunProgress::StoreBusy`]); none: not shown
+    /// (the notice after the write still is).
+    pub live_notice: Option<LiveNotice>,
 }
 
 /// How task runners' permission requests are decided.
@@ -217,6 +220,29 @@ pub enum RunProgress {
     /// A notice the store could not record (it stayed busy while the run was being
     /// interrupted), shown all the same.
     Unstored { text: String },
+    /// A write of the run is waiting for a store another process holds (after a few
+    /// seconds, then at most every 10 s while it waits); not stored, since the store is
+    /// what is busy. It reaches the front end through [`Supervision::live_notice`], from
+    /// inside the waiting write.
+    StoreBusy {
+        /// Who holds the lock, when `/proc/locks` says: its pid and its command line
+        /// (bounded, secrets masked).
+        holder: Option<(u32, Option<String>)>,
+        waited_secs: u64,
+        /// How long the write waits in all before the run fails.
+        patience_secs: u64,
+    },
+}
+
+/// Where the engine reports what it must say while it cannot return to its loop (a
+/// write waiting for a busy store): set by the front end, called on the waiting thread.
+#[derive(Clone)]
+pub struct LiveNotice(pub std::sync::Arc<dyn Fn(&RunProgress) + Send + Sync>);
+
+impl std::fmt::Debug for LiveNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveNotice")
+    }
 }
 
 /// Fixed values of the engine that no setting changes. The defaults of user settings

@@ -12,6 +12,7 @@
 //! masked in every event before it is written. An attempt's live output is read by byte
 //! offset through [`Store::read_output`] (see its module for the contract).
 
+mod busy;
 mod error;
 mod migrations;
 mod output;
@@ -32,6 +33,7 @@ pub use weft_core::Event;
 use weft_core::edit::{Edit, EditReport, apply};
 use weft_core::{EventKind, Plan, PlanStatus, Task, Timestamp};
 
+pub use busy::{BusyWait, LockHolder};
 pub use error::StoreError;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
 pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
@@ -45,6 +47,11 @@ pub use verify::{VerifyState, VerifyUpdate};
 pub const DATABASE_FILE: &str = "weft.db";
 /// Default wait for another process's write lock.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// A write waiting for a busy store is first announced ([`Store::on_busy_wait`]) once it
+/// has waited this long...
+pub const BUSY_NOTICE_AFTER: Duration = Duration::from_secs(2);
+/// ...then at most this often while it still waits.
+pub const BUSY_NOTICE_EVERY: Duration = Duration::from_secs(10);
 /// How many candidates an ambiguous or unknown plan reference lists.
 const LISTED_PLANS: usize = 10;
 
@@ -99,6 +106,52 @@ pub struct Store {
     busy_retry: Duration,
     /// How long each write that had to retry waited, until taken.
     busy_waits: Vec<Duration>,
+    /// Told while a write waits for a busy store; see [`Store::on_busy_wait`].
+    busy_hook: BusyHook,
+}
+
+/// The hook [`Store::on_busy_wait`] sets.
+#[derive(Default)]
+struct BusyHook(Option<BusyCallback>);
+
+/// What [`Store::on_busy_wait`] takes.
+pub type BusyCallback = Box<dyn FnMut(&BusyWait) + Send>;
+
+/// Call the busy hook if a write that has waited `wait.0` (of its patience `wait.1`) is
+/// due a notice; `told` is when it was last told.
+fn tell_busy(
+    hook: &mut BusyHook,
+    db: &Path,
+    secrets: &[String],
+    (waited, patience): (Duration, Duration),
+    told: &mut Option<Instant>,
+) {
+    let Some(hook) = hook.0.as_mut() else {
+        return;
+    };
+    let due = match told {
+        None => waited >= BUSY_NOTICE_AFTER,
+        Some(at) => at.elapsed() >= BUSY_NOTICE_EVERY,
+    };
+    if !due {
+        return;
+    }
+    *told = Some(Instant::now());
+    hook(&BusyWait {
+        waited,
+        patience,
+        holder: busy::holder(db, secrets),
+    });
+}
+
+impl std::fmt::Debug for BusyHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "BusyHook(set)"
+        } else {
+            "BusyHook(none)"
+        })
+    }
 }
 
 impl Store {
@@ -152,6 +205,7 @@ impl Store {
             log: rows::EventLog::default(),
             busy_retry: Duration::ZERO,
             busy_waits: Vec::new(),
+            busy_hook: BusyHook::default(),
         };
         store.prepare()?;
         tighten_database_files(&store.path);
@@ -273,6 +327,15 @@ impl Store {
         self.busy_retry = budget;
     }
 
+    /// `hook` is told while a write waits for a store another process holds (only with
+    /// [`Store::retry_busy_writes`]): once it has waited [`BUSY_NOTICE_AFTER`], then at most
+    /// every [`BUSY_NOTICE_EVERY`], with who holds the lock when `/proc/locks` says
+    /// (see [`LockHolder`]). It runs on the waiting thread, between two tries; the write
+    /// goes on waiting after it returns. For a live notice: library crates never print.
+    pub fn on_busy_wait(&mut self, hook: BusyCallback) {
+        self.busy_hook = BusyHook(Some(hook));
+    }
+
     /// How long each write that had to wait for a busy store waited since the last call
     /// (for a notice), oldest first; bounded by the writes made in between.
     pub fn take_busy_waits(&mut self) -> Vec<Duration> {
@@ -293,6 +356,7 @@ impl Store {
         let started = Instant::now();
         let mut backoff = Duration::from_millis(100);
         let mut waited = false;
+        let mut told: Option<Instant> = None;
         let tx = loop {
             match self
                 .conn
@@ -306,6 +370,14 @@ impl Store {
                     ) && started.elapsed() + backoff < retry =>
                 {
                     waited = true;
+                    let wait = (started.elapsed(), retry);
+                    tell_busy(
+                        &mut self.busy_hook,
+                        &self.path,
+                        &self.log.secrets,
+                        wait,
+                        &mut told,
+                    );
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }

@@ -179,6 +179,7 @@ impl Ctx {
                 path_env: std::env::var_os("PATH"),
                 locator: transcript_locator(),
                 interrupt: None,
+                live_notice: None,
             },
             approvals: weft_engine::Approvals {
                 mode: settings.approvals.mode,

@@ -95,6 +95,7 @@ impl Lines {
         let line = match progress {
             RunProgress::Stored(event) => self.event_line(event)?,
             RunProgress::Unstored { text } => format!("note: {text}"),
+            RunProgress::StoreBusy { .. } => busy_line(progress)?,
             RunProgress::Activity { .. } | RunProgress::Idle { .. } | RunProgress::Tick => {
                 return None;
             }
@@ -314,6 +315,30 @@ struct Running {
     idle: bool,
 }
 
+/// The live notice of a write waiting for a busy store, e.g. `note: the store is busy:
+/// held by pid 1234 (weft task edit 3 …) for 8 s; waiting (up to 10 min)`, safe for a
+/// terminal; `None` for any other progress.
+pub fn busy_line(progress: &RunProgress) -> Option<String> {
+    let RunProgress::StoreBusy {
+        holder,
+        waited_secs,
+        patience_secs,
+    } = progress
+    else {
+        return None;
+    };
+    let who = match holder {
+        Some((pid, Some(command))) => format!("held by pid {pid} ({command})"),
+        Some((pid, None)) => format!("held by pid {pid}"),
+        None => "held by another process".to_owned(),
+    };
+    let line = format!(
+        "note: the store is busy: {who} for {waited_secs} s; waiting (up to {} min)",
+        patience_secs.div_ceil(60)
+    );
+    Some(safe(&line).into_owned())
+}
+
 impl LiveDisplay {
     fn progress(&mut self, progress: &RunProgress) {
         match progress {
@@ -346,7 +371,7 @@ impl LiveDisplay {
                     r.idle = true;
                 }
             }
-            RunProgress::Tick | RunProgress::Unstored { .. } => {}
+            RunProgress::Tick | RunProgress::Unstored { .. } | RunProgress::StoreBusy { .. } => {}
         }
         let line = self.lines.line(progress);
         if line.is_none() && matches!(progress, RunProgress::Stored(_)) && !changes_block(progress)

@@ -19,7 +19,8 @@
 //! Usage is what `turn.completed` reports: `input_tokens` (includes cached input, as in the
 //! OpenAI API) and `output_tokens`; Codex reports no cost, so weft prices the tokens by
 //! the task's model. The stream says nothing of usage before `turn.completed`: the live
-//! figures are the `token_count` records of Codex's rollout file. On `codex exec resume` the
+//! figures are the `token_count` records of Codex's rollout file
+//! ([`crate::transcript::codex_tail`]). On `codex exec resume` the
 //! figures are the thread's cumulative totals. A stream without `turn.completed` or
 //! `turn.failed` (hang, kill) produces no `Final`.
 

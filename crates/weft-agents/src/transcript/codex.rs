@@ -121,7 +121,7 @@ fn safe_id(id: &str) -> bool {
 
 /// `threads.rollout_path` for the thread id in `$CODEX_HOME/state_5.sqlite`, opened read
 /// only; any failure (no file, locked, another schema) is `None`.
-fn index_lookup(root: &Path, id: &str) -> Option<PathBuf> {
+pub(super) fn index_lookup(root: &Path, id: &str) -> Option<PathBuf> {
     use rusqlite::{Connection, OpenFlags};
     let db = root.join("state_5.sqlite");
     if !is_file(&db) {

@@ -7,6 +7,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod codex_tail;
 pub mod opencode;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! A running attempt as the loop tracks it, and what its progress messages do.
 //!
 //! Spend: every attempt has a [`Meter`] fed from its stream's `Spend` events (per message,
-//! then the CLI's own total). When its spend goes over the task's budget the attempt is
+//! then the CLI's own total; a Codex attempt's live ones come from its rollout file, read by
+//! its events thread). When its spend goes over the task's budget the attempt is
 //! stopped through its supervisor, as a timeout stops it, and its verdict names the budget
 //! and the spend ([`over_budget`]). While it runs, its spend so far is written to its
 //! attempt row with a `spend_updated` event at most once per [`SPEND_EVENT_EVERY`] (the

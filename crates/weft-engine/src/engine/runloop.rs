@@ -91,6 +91,15 @@ impl<'a> RunLoop<'a> {
         store.set_secrets(config.supervision.secrets.clone());
         // Another command holding the store's lock never ends a run or loses a result.
         store.retry_busy_writes(BUSY_RETRY);
+        if let Some(notice) = config.supervision.live_notice.clone() {
+            store.on_busy_wait(Box::new(move |wait| {
+                (notice.0)(&RunProgress::StoreBusy {
+                    holder: wait.holder.as_ref().map(|h| (h.pid, h.command.clone())),
+                    waited_secs: wait.waited.as_secs(),
+                    patience_secs: wait.patience.as_secs(),
+                });
+            }));
+        }
         let plan = store.plan(&config.plan_id)?;
         if plan.status == PlanStatus::Draft {
             return Err(EngineError::Draft {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::args::{Invocation, Persona};
 use super::control::{self, Answer};
+use super::rollout::Rollout;
 
 /// Token and cost figures reported in the final record (`usage IN OUT COST`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,6 +90,10 @@ pub struct Emitter<W: Write> {
     id_counter: u64,
     /// `ask` requests sent so far.
     asks: u32,
+    /// The Codex persona's rollout file, when its home exists.
+    rollout: Option<Rollout>,
+    /// `codex exec resume`: no new rollout.
+    resumed: bool,
 }
 
 impl<W: Write> Emitter<W> {
@@ -148,6 +153,8 @@ impl<W: Write> Emitter<W> {
             step: None,
             id_counter,
             asks: 0,
+            rollout: None,
+            resumed: invocation.resume_id.is_some(),
         }
     }
 
@@ -232,6 +239,9 @@ impl<W: Write> Emitter<W> {
                 self.claude_line(&init)
             }
             Persona::Codex => {
+                if !self.resumed {
+                    self.rollout = Rollout::create(&self.session_id, &self.cwd, &self.model);
+                }
                 self.json(&json!({"type": "thread.started", "thread_id": self.session_id}))?;
                 self.json(&json!({"type": "turn.started"}))
             }
@@ -272,7 +282,14 @@ impl<W: Write> Emitter<W> {
                 self.opencode_ensure_step()?;
                 self.opencode_step_figures("tool-calls", (input, output, cost))
             }
-            Persona::Codex | Persona::Plain => Ok(()),
+            Persona::Codex => {
+                let total = (self.usage.input, self.usage.output);
+                if let Some(rollout) = &mut self.rollout {
+                    rollout.token_count(total, (input, output));
+                }
+                Ok(())
+            }
+            Persona::Plain => Ok(()),
         }
     }
 
@@ -289,6 +306,9 @@ impl<W: Write> Emitter<W> {
                 self.claude_line(&line)
             }
             Persona::Codex => {
+                if let Some(rollout) = &mut self.rollout {
+                    rollout.text(text);
+                }
                 let id = self.codex_item_id();
                 self.json(&json!({
                     "type": "item.completed",
@@ -387,6 +407,12 @@ impl<W: Write> Emitter<W> {
         match self.persona {
             Persona::Claude => self.claude_result()?,
             Persona::Codex => {
+                let total = (self.usage.input, self.usage.output);
+                let failed = self.failed();
+                let last = self.last_text.clone();
+                if let Some(rollout) = &mut self.rollout {
+                    rollout.complete(total, last.as_deref().filter(|_| !failed));
+                }
                 let line = match self.errors.last() {
                     Some(message) => {
                         json!({"type": "turn.failed", "error": {"message": message}})

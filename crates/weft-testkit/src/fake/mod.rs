@@ -48,7 +48,7 @@
 //! | `ask TOOL JSON` | a tool call needing approval, JSON (an object, not escape-decoded; bad JSON is a script error) its input. Claude with `--permission-prompt-tool stdio` and stream-json input asks on stdout and waits for the answer on stdin: allowed → `tool_result` `allowed`, then text `ASK-ALLOWED TOOL`; denied → an `is_error` `tool_result` holding the message, the call in `permission_denials`, then text `ASK-DENIED TOOL: MESSAGE`. Claude otherwise (headless) → refused like `deny` (with the JSON as the tool input), then text `ASK-DENIED TOOL: headless`. Other personas → `deny TOOL <input's command/path/pattern/url, else the JSON>` |
 //! | `error MESSAGE` | a stream error; the run ends failed (exit 1) |
 //! | `usage IN OUT COST` | figures for the final record |
-//! | `spend IN OUT [COST]` | one model message's usage, reported now as the real CLI reports it mid-run (Claude: an `assistant` line of a new message with that `message.usage`; OpenCode: a step whose `step_finish` has those tokens and `cost`; Codex and plain: nothing until the end); Claude's and Codex's final totals include it |
+//! | `spend IN OUT [COST]` | one model message's usage, reported now as the real CLI reports it mid-run (Claude: an `assistant` line of a new message with that `message.usage`; OpenCode: a step whose `step_finish` has those tokens and `cost`; Codex: nothing on stdout until the end, a `token_count` record in its rollout file now; plain: nothing); Claude's and Codex's final totals include it |
 //! | `sleep SECONDS`, `hang`, `exit CODE`, `crash`, `kill-self` | timing and endings |
 //! | `require PATH` | stop here (exit 0, no marker) unless PATH exists: a task that fails until a file appears |
 //! | `hang-unless PATH` | wait until PATH exists: a task that hangs until a file appears |
@@ -58,6 +58,9 @@
 //! | `spawn-hang` | background grandchild `sleep 600`; `child-pid N` on stderr |
 //! | `record FILE` | append a `start` JSON line now and an `end` line at exit |
 //!
+//! **Codex's rollout file**: when `$CODEX_HOME` (else `~/.codex`) exists, the Codex persona
+//! writes its thread's rollout there as it runs ([`rollout`]).
+//!
 //! Escapes: `\n`, `\t`, `\r`, `\e` (ESC), `\\`. A closed stdout ends the agent with
 //! exit 141 (after the `end` records).
 
@@ -65,6 +68,7 @@ pub mod args;
 pub mod control;
 pub mod emit;
 pub mod markers;
+pub mod rollout;
 pub mod script;
 
 use std::collections::BTreeMap;

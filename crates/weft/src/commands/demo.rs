@@ -81,6 +81,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     )?;
     // Ctrl-C stops the running agents and keeps the run resumable.
     config.supervision.interrupt = Some(crate::interrupt::install());
+    config.supervision.live_notice = Some(super::run::busy_notice());
     let result = execute(&config, args.json);
     let mut store = ctx.store_with_plans()?;
     if result.is_ok() {

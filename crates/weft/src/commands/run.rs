@@ -56,6 +56,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     )?;
     // Ctrl-C stops the running agents and keeps the run resumable.
     config.supervision.interrupt = Some(crate::interrupt::install());
+    config.supervision.live_notice = Some(busy_notice());
     execute(&config, args.json)
 }
 
@@ -83,6 +84,16 @@ pub fn isolation_choice(ctx: &Ctx, isolated: bool, without: bool) -> CliResult<b
             Err(CliError::new(format!("cannot run isolated: {detail}")).hint(hint))
         }
     }
+}
+
+/// A busy store's live notice, printed on stderr as it happens (the write that waits
+/// holds the engine's thread; stdout, with `--json`, carries stored events only).
+pub fn busy_notice() -> weft_engine::LiveNotice {
+    weft_engine::LiveNotice(std::sync::Arc::new(|progress| {
+        if let Some(line) = crate::progress::busy_line(progress) {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        }
+    }))
 }
 
 /// Run the engine with a renderer; fails unless every task completed or was skipped.

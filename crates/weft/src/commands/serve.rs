@@ -142,6 +142,8 @@ impl Host for BinHost {
             .map_err(cli_to_api)?;
         // Ctrl-C on `weft serve` stops its runs as it stops `weft run`'s.
         config.supervision.interrupt = Some(crate::interrupt::install());
+        // A busy store's live notice goes to the server's stderr, as `weft run`'s does.
+        config.supervision.live_notice = Some(crate::commands::run::busy_notice());
         Ok(config)
     }
 

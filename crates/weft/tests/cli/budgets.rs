@@ -1,4 +1,5 @@
-//! Budgets, end to end with the fake agent as `claude`: spend is counted live from the
+//! Budgets, end to end with the fake agent as `claude` (and as `codex`, whose live spend
+//! is read from its rollout file): spend is counted live from the
 //! stream, a plan whose spend reaches its budget starts nothing new (running tasks
 //! finish), and raising the budget lets `weft run` continue.
 
@@ -144,4 +145,101 @@ fn live_spend_is_stored_while_an_attempt_runs_and_an_unknown_price_is_not_free()
         budgeted.contains("of 1000000 tokens (plan budget)"),
         "{budgeted}"
     );
+}
+
+/// Codex says nothing of usage on stdout before `turn.completed`: its live spend is the
+/// `token_count` records of its rollout file, which weft reads while the attempt runs.
+#[test]
+fn a_codex_attempts_spend_is_stored_live_from_its_rollout_file_while_it_runs() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let weft = Weft::with_agents();
+    // Codex's home exists, so the fake Codex writes its rollout as it runs.
+    std::fs::create_dir_all(weft.env.home().join(".codex")).unwrap();
+    let release = weft.env.root().join("release");
+    // However the test ends, the agent is let go, so the run ends too.
+    let _release = Release(release.clone());
+    let plan = format!(
+        r#"goal = "Spend live"
+runner = "codex"
+
+[[tasks]]
+id = "a"
+title = "Task a"
+model = "gpt-5"
+prompt = '''
+Do a.
+@fake spend 1000 20
+@fake sleep 6
+@fake spend 2000 40
+@fake hang-unless {}
+@fake say done
+@fake marker
+'''
+"#,
+        release.display()
+    );
+    weft.write("plan.toml", &plan);
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut run = weft.command(&["run"]);
+    run.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let run = run.spawn().unwrap();
+
+    // The fake's totals: its default 120 in, 20 out, plus each `spend`.
+    let (input, output) = (120 + 1000 + 2000, 20 + 20 + 40);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let live = loop {
+        let updates = events_of(&weft, "spend_updated");
+        if let Some(last) = updates.last()
+            && last["event"]["input_tokens"] == input
+        {
+            break last.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no live update from the rollout: {updates:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Still running: the agent waits for the release file, nothing has finished.
+    assert!(events_of(&weft, "attempt_finished").is_empty());
+    let event = &live["event"];
+    assert_eq!(event["output_tokens"], output, "{event}");
+    assert_eq!(
+        event["reported"], false,
+        "live, not the CLI's total: {event}"
+    );
+    let cost = event["cost_usd"].as_f64().unwrap();
+    let priced = (3120.0 * 1.25 + 80.0 * 10.0) / 1e6;
+    assert!(
+        (cost - priced).abs() < 1e-12,
+        "priced by its model: {event}"
+    );
+    let running = weft.status_json();
+    assert_eq!(running["spend"]["input_tokens"], input, "{running}");
+
+    std::fs::write(&release, "").unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The end: Codex's own total (`turn.completed`), the same figures.
+    let finished = events_of(&weft, "attempt_finished");
+    assert_eq!(finished.len(), 1, "{finished:?}");
+    let usage = &finished[0]["event"]["usage"];
+    assert_eq!(usage["input_tokens"], input, "{usage}");
+    assert_eq!(usage["output_tokens"], output, "{usage}");
+    assert_eq!(statuses(&weft)["a"], "completed");
+}
+
+/// Creates its file when dropped: an agent waiting for it (`hang-unless`) goes on.
+struct Release(std::path::PathBuf);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, "");
+    }
 }

@@ -118,3 +118,72 @@ fn a_chained_error_prints_each_cause_exactly_once() {
     assert!(!error["error"].as_str().unwrap().contains(os), "{error}");
     snapshot!(weft, run);
 }
+
+/// A run that must write while another process holds the store's write lock says so
+/// while it waits, naming the holder (this test's own pid, from `/proc/locks`), then goes
+/// on once the lock is released: the finished attempt's result is kept.
+#[test]
+fn a_run_waiting_for_a_held_store_names_the_holder_live_and_loses_nothing() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let weft = Weft::with_agents();
+    let go = weft.env.root().join("go");
+    let plan = format!(
+        "goal = \"Wait for the store\"\nrunner = \"claude-code\"\n\n[[tasks]]\nid = \"a\"\ntitle = \"Task a\"\nprompt = '''\nDo a.\n@fake write started.txt yes\n@fake hang-unless {}\n@fake say done\n@fake marker\n'''\n",
+        go.display()
+    );
+    weft.write("plan.toml", &plan);
+    weft.ok(&["plan", "--file", "plan.toml"]);
+    let mut run = weft.command(&["-c", "busy_timeout_ms=1000", "run"]);
+    run.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut run = run.spawn().unwrap();
+    let stderr = run.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !weft.work().join("started.txt").exists() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Hold the write lock, then let the agent finish: the engine must wait to record it.
+    let holder = rusqlite::Connection::open(weft.db_path()).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let held = Instant::now();
+    std::fs::write(&go, "").unwrap();
+    let me = format!("held by pid {}", std::process::id());
+    let mut said = Vec::new();
+    let notice = loop {
+        let wait = Duration::from_secs(6).saturating_sub(held.elapsed());
+        match lines.recv_timeout(wait) {
+            Ok(line) if line.contains("the store is busy") => break Some(line),
+            Ok(line) => said.push(line),
+            Err(_) => break None,
+        }
+    };
+    let shown_while_held = held.elapsed();
+    holder.execute_batch("COMMIT").unwrap();
+    drop(holder);
+    let notice = notice.unwrap_or_else(|| panic!("no live notice while held: {said:?}"));
+    assert!(notice.contains(&me), "names the holder: {notice}");
+    assert!(notice.contains("waiting (up to"), "{notice}");
+    assert!(shown_while_held < Duration::from_secs(6));
+
+    let status = run.wait().unwrap();
+    reader.join().unwrap();
+    assert!(status.success(), "{said:?}");
+    let s = weft.status_json();
+    assert_eq!(s["plan"]["tasks"][0]["status"], "completed", "{s}");
+    let events = weft.ok(&["events", "--all", "--json"]).stdout;
+    assert_eq!(
+        events.matches("\"attempt_finished\"").count(),
+        1,
+        "the result is kept once"
+    );
+}
