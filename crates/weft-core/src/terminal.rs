@@ -126,7 +126,9 @@ fn first_unsafe(bytes: &[u8]) -> usize {
         // Printable ASCII, what nearly every title and name is, 16 bytes at a time (a
         // branch-free test the compiler vectorizes; byte by byte this was a tenth of a
         // 10,000-task plan map).
-        while let Some(chunk) = bytes.get(i..i + 16)
+        while let Some(chunk) = bytes
+            .get(i..i + 16)
+            .and_then(|c| <&[u8; 16]>::try_from(c).ok())
             && chunk
                 .iter()
                 .fold(true, |ok, &b| ok & (b.wrapping_sub(0x20) < 0x5f))
