@@ -62,7 +62,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         let json = if orphaned.is_empty() {
             None
         } else {
-            // Through a tree, whose keys serde_json sorts: what this case always printed.
+            // Through a tree: each of those tasks gets a `reason` after its fields.
             // Rare (an engine died): the tasks it left say why they read interrupted.
             let mut json = serde_json::to_value(&status).map_err(std::io::Error::from)?;
             if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
