@@ -74,16 +74,15 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             }
             Some(json)
         };
-        // JSON carries no colour: written straight out in one piece, not through the
-        // colour filter.
-        let mut bytes = match &json {
-            Some(json) => serde_json::to_vec(json),
-            None => status.to_json(),
+        // JSON carries no colour: write it straight out, not through the colour filter.
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+        let written = match &json {
+            Some(json) => serde_json::to_writer(&mut out, json),
+            None => status.write_json(&mut out),
         }
-        .map_err(std::io::Error::from)?;
-        bytes.push(b'\n');
-        let mut out = std::io::stdout().lock();
-        let written = out.write_all(&bytes).and_then(|()| out.flush());
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
         match written {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(()),
@@ -149,20 +148,19 @@ struct StatusWithKept<'a> {
 }
 
 impl StatusWithKept<'_> {
-    /// Exactly what `serde_json::to_vec(self)` gives, without serde's per-key cost for
-    /// every task (see [`crate::render::StatusJson::write_fields`]).
-    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(1 << 16);
-        out.push(b'{');
-        self.status.write_fields(&mut out)?;
-        out.extend_from_slice(b",\"kept_worktrees\":");
-        serde_json::to_writer(&mut out, self.kept_worktrees)?;
+    /// Exactly what `serde_json::to_writer(out, self)` writes, without serde's per-key
+    /// cost for every task (see [`crate::render::StatusJson::write_fields`]).
+    fn write_json(&self, out: &mut impl Write) -> serde_json::Result<()> {
+        let io = serde_json::Error::io;
+        out.write_all(b"{").map_err(io)?;
+        self.status.write_fields(out)?;
+        out.write_all(b",\"kept_worktrees\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, self.kept_worktrees)?;
         if let Some(verification) = self.verification {
-            out.extend_from_slice(b",\"verification\":");
-            serde_json::to_writer(&mut out, verification)?;
+            out.write_all(b",\"verification\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, verification)?;
         }
-        out.push(b'}');
-        Ok(out)
+        out.write_all(b"}").map_err(io)
     }
 }
 
@@ -382,7 +380,8 @@ mod tests {
                     verification,
                 };
                 let expected = serde_json::to_vec(&status).unwrap();
-                let written = status.to_json().unwrap();
+                let mut written = Vec::new();
+                status.write_json(&mut written).unwrap();
                 assert_eq!(
                     String::from_utf8(written).unwrap(),
                     String::from_utf8(expected).unwrap()
@@ -400,9 +399,8 @@ mod tests {
             kept_worktrees: &[],
             verification: None,
         };
-        assert_eq!(
-            status.to_json().unwrap(),
-            serde_json::to_vec(&status).unwrap()
-        );
+        let mut written = Vec::new();
+        status.write_json(&mut written).unwrap();
+        assert_eq!(written, serde_json::to_vec(&status).unwrap());
     }
 }
