@@ -123,7 +123,21 @@ fn safe(b: u8) -> bool {
 fn first_unsafe(bytes: &[u8]) -> usize {
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
+        // Printable ASCII, what nearly every title and name is, 16 bytes at a time (a
+        // branch-free test the compiler vectorizes; byte by byte this was a tenth of a
+        // 10,000-task plan map).
+        while let Some(chunk) = bytes
+            .get(i..i + 16)
+            .and_then(|c| <&[u8; 16]>::try_from(c).ok())
+            && chunk
+                .iter()
+                .fold(true, |ok, &b| ok & (b.wrapping_sub(0x20) < 0x5f))
+        {
+            i += 16;
+        }
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         if safe(b) {
             i += 1;
             continue;
@@ -275,6 +289,56 @@ fn run(buf: &[u8], keep: Keep, eof: bool, out: &mut Vec<u8>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first loop [`first_unsafe`] had, byte by byte: the reference for its fast path.
+    fn first_unsafe_bytewise(bytes: &[u8]) -> usize {
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if safe(b) {
+                i += 1;
+                continue;
+            }
+            if b >= 0x80
+                && let Utf8::Char(n) = utf8(&bytes[i..], true)
+                && !is_c1(&bytes[i..i + n])
+            {
+                i += n;
+                continue;
+            }
+            return i;
+        }
+        bytes.len()
+    }
+
+    #[test]
+    fn the_printable_ascii_fast_path_finds_the_same_first_unsafe_byte() {
+        let specials: [&[u8]; 8] = [
+            b"\x1b[2J",
+            b"\x07",
+            b"\x7f",
+            "é".as_bytes(),
+            "\u{85}".as_bytes(),
+            &[0xff],
+            b"\n",
+            b"\t",
+        ];
+        for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 50] {
+            let plain: Vec<u8> = (0..len).map(|i| b' ' + (i % 95) as u8).collect();
+            assert_eq!(first_unsafe(&plain), first_unsafe_bytewise(&plain));
+            for at in 0..=len {
+                for special in specials {
+                    let mut text = plain.clone();
+                    text.splice(at..at, special.iter().copied());
+                    assert_eq!(
+                        first_unsafe(&text),
+                        first_unsafe_bytewise(&text),
+                        "{text:?}"
+                    );
+                }
+            }
+        }
+    }
 
     fn plain(text: &str) -> String {
         sanitize_str(text, Keep::Nothing).into_owned()

@@ -34,7 +34,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         return watch(&store, &plan_id, default_runner);
     }
     // The outline: everything the map and the JSON show, without the prompts.
-    let mut plan = store.plan_outline(&plan_id)?;
+    // Not freed: the process ends right after this command, and freeing a 10,000-task
+    // plan string by string was a twentieth of `weft status`.
+    let mut plan = std::mem::ManuallyDrop::new(store.plan_outline(&plan_id)?);
     let attempts = store.attempts_of_plan(&plan_id)?;
     let engine_alive = weft_engine::control::engine_running(&store, &plan_id)?.is_some();
     // Tasks recorded running whose engine is gone are interrupted, whatever the store says.
@@ -60,6 +62,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         let json = if orphaned.is_empty() {
             None
         } else {
+            // Through a tree: each of those tasks gets a `reason` after its fields.
             // Rare (an engine died): the tasks it left say why they read interrupted.
             let mut json = serde_json::to_value(&status).map_err(std::io::Error::from)?;
             if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
@@ -72,10 +75,10 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             Some(json)
         };
         // JSON carries no colour: write it straight out, not through the colour filter.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
         let written = match &json {
             Some(json) => serde_json::to_writer(&mut out, json),
-            None => serde_json::to_writer(&mut out, &status),
+            None => status.write_json(&mut out),
         }
         .map_err(std::io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
@@ -142,6 +145,23 @@ struct StatusWithKept<'a> {
     /// The open run's verification of its integration tip (`verify`), once it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     verification: Option<&'a Verification>,
+}
+
+impl StatusWithKept<'_> {
+    /// Exactly what `serde_json::to_writer(out, self)` writes, without serde's per-key
+    /// cost for every task (see [`crate::render::StatusJson::write_fields`]).
+    fn write_json(&self, out: &mut impl Write) -> serde_json::Result<()> {
+        let io = serde_json::Error::io;
+        out.write_all(b"{").map_err(io)?;
+        self.status.write_fields(out)?;
+        out.write_all(b",\"kept_worktrees\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, self.kept_worktrees)?;
+        if let Some(verification) = self.verification {
+            out.write_all(b",\"verification\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, verification)?;
+        }
+        out.write_all(b"}").map_err(io)
+    }
 }
 
 /// `weft status`'s verification part: the last green tip and the tip being verified.
@@ -224,5 +244,163 @@ fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::spend::Budget;
+    use weft_core::{Check, Denial, Landing, PlanStatus, Task, TaskKind, Verdict, VerdictOutcome};
+    use weft_engine::kept::KeptWorktree;
+
+    /// Every status, both verdicts (one with text that needs escapes), a hold, every kind,
+    /// runner/model/effort/mode overrides, checks, dependencies, usage of every shape
+    /// (tokens, cost, unknown cost, denials, each landing) and titles that need escapes.
+    fn rich_plan() -> (Plan, HashMap<String, TaskUsage>) {
+        let statuses = TaskStatus::ALL;
+        let titles = [
+            "Plain title",
+            "quote \" and backslash \\ and tab \t",
+            "Ünïcödé «title» — \u{1b}[2J escape",
+            "line one\nline two",
+            "\u{7f} del and \u{85} C1",
+        ];
+        let mut tasks = Vec::new();
+        let mut usage = HashMap::new();
+        for (index, status) in statuses.iter().enumerate() {
+            let id = format!("task-{index}");
+            let mut task = Task::new(&id, titles[index % titles.len()]);
+            task.status = *status;
+            task.hold = index % 4 == 1;
+            task.kind = [TaskKind::Ai, TaskKind::Manual, TaskKind::Ops][index % 3];
+            if index % 2 == 0 {
+                task.runner = Some("codex".into());
+                task.model = Some("gpt-5".into());
+                task.effort = Some("high".into());
+                task.mode = Some("plan".into());
+            }
+            if index > 0 {
+                task.dependencies = (0..index.min(3)).map(|d| format!("task-{d}")).collect();
+            }
+            if index % 3 == 0 {
+                task.checks = vec!["cargo test".into(), "say \"ok\"".into()];
+            }
+            if index % 2 == 1 {
+                task.verdict = Some(Verdict {
+                    outcome: if index % 4 == 1 {
+                        VerdictOutcome::Pass
+                    } else {
+                        VerdictOutcome::Fail
+                    },
+                    reason: "exit 1: \"boom\"\n\u{1b}[31mred".into(),
+                    checks: vec![Check {
+                        name: "cargo test".into(),
+                        passed: false,
+                        skipped: false,
+                        detail: "1 failed".into(),
+                        exit_code: Some(101),
+                        duration_ms: Some(1234),
+                    }],
+                    decided_at: 1_796_000_000_000 + index as i64,
+                });
+            }
+            if index % 5 != 4 {
+                usage.insert(
+                    id.clone(),
+                    TaskUsage {
+                        attempts: 1 + index as u32 % 3,
+                        input_tokens: (index % 2 == 0).then_some(1000 * index as u64),
+                        output_tokens: (index % 2 == 0).then_some(10 * index as u64),
+                        cost_usd: (index % 3 != 2).then_some(0.0125 * index as f64),
+                        cost_unknown: index % 3 == 2,
+                        denials: if index % 4 == 0 {
+                            vec![Denial {
+                                tool: "Bash".into(),
+                                detail: "rm -rf \"/\"".into(),
+                            }]
+                        } else {
+                            Vec::new()
+                        },
+                        landing: match index % 4 {
+                            0 => None,
+                            1 => Some(Landing::NoChanges),
+                            2 => Some(Landing::Landed {
+                                merge: "0123abcd".into(),
+                            }),
+                            _ => Some(Landing::Conflicted {
+                                files: vec!["src/a.rs".into()],
+                                detail: "both modified".into(),
+                            }),
+                        },
+                    },
+                );
+            }
+            tasks.push(task);
+        }
+        let mut plan = Plan {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            goal: "a \"goal\" with\ttabs".into(),
+            status: PlanStatus::Running,
+            created_at: 1_796_000_000_000,
+            updated_at: 1_796_000_000_999,
+            runner: Some("claude-code".into()),
+            revision: 7,
+            tasks,
+        };
+        plan.renumber();
+        (plan, usage)
+    }
+
+    #[test]
+    fn the_hand_written_status_json_is_what_serde_writes() {
+        let (plan, usage) = rich_plan();
+        let kept = [KeptWorktree {
+            path: "/tmp/w \"1\"".into(),
+            task: "task-3".into(),
+            reason: "kept: conflicted".into(),
+        }];
+        let verification = Verification {
+            run: "run-1".into(),
+            green: Some("abc".into()),
+            verifying: None,
+        };
+        let budgets = [
+            Budget::default(),
+            Budget {
+                usd: Some(0.01),
+                tokens: Some(5),
+            },
+        ];
+        for budget in &budgets {
+            for (kept, verification) in [(&kept[..], Some(&verification)), (&[][..], None)] {
+                let status = StatusWithKept {
+                    status: plan_json(&plan, "opencode", &usage).budget(&usage, budget),
+                    kept_worktrees: kept,
+                    verification,
+                };
+                let expected = serde_json::to_vec(&status).unwrap();
+                let mut written = Vec::new();
+                status.write_json(&mut written).unwrap();
+                assert_eq!(
+                    String::from_utf8(written).unwrap(),
+                    String::from_utf8(expected).unwrap()
+                );
+            }
+        }
+        // An empty plan too.
+        let empty = Plan {
+            tasks: Vec::new(),
+            runner: None,
+            ..plan.clone()
+        };
+        let status = StatusWithKept {
+            status: plan_json(&empty, "opencode", &usage),
+            kept_worktrees: &[],
+            verification: None,
+        };
+        let mut written = Vec::new();
+        status.write_json(&mut written).unwrap();
+        assert_eq!(written, serde_json::to_vec(&status).unwrap());
     }
 }
