@@ -17,9 +17,11 @@
 //!   record is in the store) and re-creates the note of a landing whose note names another
 //!   tree (a rebuild whose [`carry`] was cut short). A note weft cannot write is a notice,
 //!   never a failed landing: the work landed, and the next start writes the note.
-//! - **Cost.** A landing's note is two git processes: one `cat-file --batch` (its tree and
-//!   trailers) and one `git notes add` (`weft_git`'s `notes` module says why not
-//!   plumbing). `cargo bench -p weft-git --bench notes` prints the figure.
+//! - **Cost.** A landing's note is one git process, `git notes add` (`weft_git`'s `notes`
+//!   module says why not plumbing): the merge's tree and trailers come from the
+//!   repository handle that wrote the merge (`Repo::commit_objects` answers from the
+//!   commits it wrote; elsewhere, as in [`repair`], one `cat-file --batch` reads them).
+//!   `cargo bench -p weft-git --bench notes` prints both figures.
 //! - **Bounds.** A range walked is at most [`MAX_LANDINGS`] commits.
 //! - **Handoff.** The notes are keyed by commit: after `weft handoff merge` the landings are
 //!   ancestors of the user's branch and keep their notes (`git push origin

@@ -114,6 +114,10 @@ pub(crate) enum Collected {
     Committed {
         commits: Option<String>,
         tips: Vec<Option<Oid>>,
+        /// Per part: its tip is known to contain the commit it was cut from (the agent
+        /// made no commit of its own, so the tip is weft's commit on the cut, or the
+        /// cut), so landing it needs no ancestry check.
+        from_cut: Vec<bool>,
     },
     /// The worktree guard refused: the attempt fails with this reason.
     Refused(String),
@@ -606,6 +610,7 @@ impl Isolation {
         }
         let mut commits = Vec::new();
         let mut tips = vec![None; cut.parts.len()];
+        let mut from_cut = vec![false; cut.parts.len()];
         for (index, (part, intact)) in cut.parts.iter().zip(inspection.intact).enumerate() {
             let slot = &self.slots[part.slot];
             // After a crash the worktree may already be gone; its branch holds the work then.
@@ -667,6 +672,7 @@ impl Isolation {
                 Err(other) => return Err(git_error(other)),
             }
             tips[index] = Some(tip);
+            from_cut[index] = head == part.cut_from;
             commits.extend(commit.map(|c| {
                 if self.is_group() {
                     format!("{}={}", slot.name, c.as_str())
@@ -678,6 +684,7 @@ impl Isolation {
         Ok(Collected::Committed {
             commits: (!commits.is_empty()).then(|| commits.join(";")),
             tips,
+            from_cut,
         })
     }
 
@@ -687,24 +694,44 @@ impl Isolation {
     /// `expected`: the integration tips weft recorded (checked by
     /// [`Isolation::check_integration`]); the integration ref and weft's record move
     /// together, only from there.
-    pub fn land(&self, cut: &Cut, message: &str, expected: &[Oid]) -> Result<Landing, EngineError> {
+    ///
+    /// `known`: per part, the tip [`Isolation::commit`] set its branch to and whether it
+    /// is known to contain the cut (`None`: the branch is read, and the ancestry
+    /// checked).
+    pub fn land(
+        &self,
+        cut: &Cut,
+        message: &str,
+        expected: &[Oid],
+        known: &[Option<weft_git::KnownTask>],
+    ) -> Result<Landing, EngineError> {
         let record = self.record_ref();
         let mut landed: Vec<(usize, Oid, Oid)> = Vec::new();
         let mut merges = Vec::new();
         let mut changed = false;
-        for part in &cut.parts {
+        for (index, part) in cut.parts.iter().enumerate() {
             let slot = &self.slots[part.slot];
-            let outcome = slot
-                .repo
-                .land_recorded(
-                    &self.integration_ref(),
+            let integration = self.integration_ref();
+            let expected = &expected[part.slot];
+            let outcome = match known.get(index).and_then(Option::as_ref) {
+                Some(task) => slot.repo.land_known(
+                    &integration,
                     &record,
-                    &expected[part.slot],
+                    expected,
+                    task,
+                    &part.cut_from,
+                    message,
+                ),
+                None => slot.repo.land_recorded(
+                    &integration,
+                    &record,
+                    expected,
                     &cut.branch,
                     &part.cut_from,
                     message,
-                )
-                .map_err(git_error);
+                ),
+            }
+            .map_err(git_error);
             let failure = match outcome {
                 Ok(weft_git::Landing::Landed {
                     merge, previous, ..

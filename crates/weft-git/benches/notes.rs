@@ -1,6 +1,7 @@
 //! The cost of a landing's evidence: its note (what `weft_engine::evidence::attach`
-//! does: one `git cat-file --batch` for the merge's tree and trailers, one `git notes
-//! add`) and its trailers, as the notes ref grows to 10, 100 and 1,000 notes.
+//! does: at a landing one `git notes add`, the merge's tree and trailers being known from
+//! the `commit-tree` that wrote it; cold, as `repair` does, one `git cat-file --batch`
+//! first) and its trailers, as the notes ref grows to 10, 100 and 1,000 notes.
 //!
 //! A chain of 1,000 landing-like merge commits (with weft's trailers) is generated with
 //! `git fast-import`; then each gets its note, one by one, timed. The figures are the
@@ -58,6 +59,7 @@ fn main() {
     copy_tree(&template, &weft_dir);
     let repo = git.open(&weft_dir).expect("the repository opens");
     let note = sample_note();
+    let mut trees = Vec::with_capacity(commits.len());
     let weft_times: Vec<Duration> = commits
         .iter()
         .map(|commit| {
@@ -68,9 +70,44 @@ fn main() {
             let text = note.replace("TREE", object[0].tree.as_str());
             repo.set_note(NOTES, commit, &text)
                 .expect("the note is written");
+            let elapsed = start.elapsed();
+            trees.push(object[0].tree.clone());
+            elapsed
+        })
+        .collect();
+
+    // At a landing the merge's tree and trailers are known (weft wrote the merge with
+    // `commit-tree` and remembers it): the note is the `git notes add` alone.
+    let landing_dir = env.root().join("landing");
+    copy_tree(&template, &landing_dir);
+    let landing_repo = git.open(&landing_dir).expect("the repository opens");
+    let landing_times: Vec<Duration> = commits
+        .iter()
+        .zip(&trees)
+        .map(|(commit, tree)| {
+            let start = Instant::now();
+            let text = note.replace("TREE", tree.as_str());
+            landing_repo
+                .set_note(NOTES, commit, &text)
+                .expect("the note is written");
             start.elapsed()
         })
         .collect();
+    let shown = git_out(
+        &env,
+        &landing_dir,
+        &[
+            "notes",
+            "--ref",
+            NOTES,
+            "show",
+            commits[commits.len() / 2].as_str(),
+        ],
+    );
+    assert!(
+        shown.contains(trees[commits.len() / 2].as_str()),
+        "git notes show finds the note"
+    );
     let written = repo.notes_of(NOTES, &commits).expect("the notes read");
     assert!(
         written.iter().all(Option::is_some),
@@ -107,17 +144,19 @@ fn main() {
             )
         };
         println!(
-            "  {:>5}–{:<5} notes  weft (cat-file + notes add) {}   plumbing with CAS {}",
+            "  {:>5}–{:<5} notes  at a landing (notes add) {}   cold (cat-file + notes add) {}   plumbing with CAS {}",
             from + 1,
             size,
+            window(&landing_times),
             window(&weft_times),
             window(&plumbing_times)
         );
         from = size;
     }
     println!(
-        "ratio plumbing/weft over all notes: {:.2}x (medians)",
-        ms(median(&plumbing_times)) / ms(median(&weft_times))
+        "ratio plumbing/weft over all notes: {:.2}x (medians; cold/landing {:.2}x)",
+        ms(median(&plumbing_times)) / ms(median(&weft_times)),
+        ms(median(&weft_times)) / ms(median(&landing_times))
     );
 
     trailers(&env, &template, &commits);

@@ -69,29 +69,57 @@ impl Repo {
                 .run()?;
         }
 
-        let staged = self
-            .read()
-            .args(["diff", "--cached", "--quiet", "--no-ext-diff"])
-            .run_accepting(&[0, 1])?;
+        // No `diff --cached` first and no `rev-parse HEAD` after: on a detached HEAD (as
+        // weft's worktrees are) with no merge in progress, `git commit` without
+        // `--allow-empty` itself says whether anything was staged (exit 1, "nothing to
+        // commit", HEAD unmoved), and the new HEAD is read from this working tree's HEAD
+        // file. On a branch, or concluding a merge, it asks git as before.
         let merging = self.git_path_exists("MERGE_HEAD")?;
-        if staged.code() == Some(0) && !merging {
-            return Ok(None);
+        let before = if merging { None } else { self.head_file() };
+        if before.is_none() && !merging {
+            let staged = self
+                .read()
+                .args(["diff", "--cached", "--quiet", "--no-ext-diff"])
+                .run_accepting(&[0, 1])?;
+            if staged.code() == Some(0) {
+                return Ok(None);
+            }
         }
         let identity = self.identity_config()?.to_vec();
-        self.call()
-            .config(&identity)
-            .args([
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--no-edit",
-                "--allow-empty",
-                "--cleanup=verbatim",
-                "-m",
-                message,
-            ])
-            .run()?;
-        self.resolve("HEAD").map(Some)
+        let mut call = self.call().config(&identity).args([
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--no-edit",
+            "--cleanup=verbatim",
+        ]);
+        if before.is_none() {
+            call = call.arg("--allow-empty");
+        }
+        let call = call.args(["-m", message]);
+        let out = call.run_accepting(if before.is_some() { &[0, 1] } else { &[0] })?;
+        let after = self.head_file();
+        if out.code() == Some(1) {
+            // Exit 1 is "nothing to commit" (messages are in `LC_ALL=C`) with HEAD unmoved.
+            if after == before && String::from_utf8_lossy(&out.stdout).contains("nothing") {
+                return Ok(None);
+            }
+            return Err(call.unexpected(format!(
+                "git commit exited 1: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        match after {
+            Some(head) => Ok(Some(head)),
+            None => self.resolve("HEAD").map(Some),
+        }
+    }
+
+    /// The commit this working tree's HEAD file names when HEAD is detached (a plain
+    /// object id); `None` when it is on a branch or the file cannot be read.
+    fn head_file(&self) -> Option<Oid> {
+        let text = std::fs::read_to_string(self.git_dir().join("HEAD")).ok()?;
+        Oid::parse(text.trim_end())
     }
 
     /// Whether this working tree's state file `name` (e.g. `MERGE_HEAD`, which lives in

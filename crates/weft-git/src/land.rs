@@ -39,6 +39,26 @@ pub enum Landing {
     Rewritten { reason: String },
 }
 
+/// A task tip [`Repo::land_known`] lands without resolving it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownTask {
+    /// The commit the task branch is at.
+    pub tip: Oid,
+    /// `tip` is known to contain the commit the task was cut from (weft made it on top of
+    /// the untouched cut, or it is the cut itself): the ancestry check is not needed.
+    pub descends_from_cut: bool,
+}
+
+impl KnownTask {
+    /// A tip just resolved, whose ancestry is still to be checked.
+    fn resolved(tip: Oid) -> KnownTask {
+        KnownTask {
+            tip,
+            descends_from_cut: false,
+        }
+    }
+}
+
 /// What a merge computed by `git merge-tree --write-tree` gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum MergeTree {
@@ -83,7 +103,7 @@ impl Repo {
             None,
             &onto,
             &onto_tree,
-            &task_tip,
+            &KnownTask::resolved(task_tip),
             cut_from,
             message,
         )
@@ -111,7 +131,7 @@ impl Repo {
             None,
             expected_tip,
             &onto_tree,
-            &task_tip,
+            &KnownTask::resolved(task_tip),
             cut_from,
             message,
         )
@@ -129,18 +149,50 @@ impl Repo {
         cut_from: &Oid,
         message: &str,
     ) -> Result<Landing, GitError> {
+        let task_commit = format!("{task}^{{commit}}");
+        let task_tip = self.resolve_many(&[&task_commit])?.remove(0);
+        self.land_known(
+            integration_ref,
+            record_ref,
+            expected_tip,
+            &KnownTask {
+                tip: task_tip,
+                descends_from_cut: false,
+            },
+            cut_from,
+            message,
+        )
+    }
+
+    /// [`Repo::land_recorded`] of a task tip the caller already knows (it set the task
+    /// branch there), so no revision is resolved for it: when `task.descends_from_cut`
+    /// (weft committed on top of the untouched cut), the ancestry check is skipped too;
+    /// the integration tip's tree comes from the commits this handle wrote (the previous
+    /// landing's merge) when it remembers it. In the common case the landing is then
+    /// three git processes: `merge-tree`, `commit-tree`, `update-ref --stdin`.
+    pub fn land_known(
+        &self,
+        integration_ref: &str,
+        record_ref: &str,
+        expected_tip: &Oid,
+        task: &KnownTask,
+        cut_from: &Oid,
+        message: &str,
+    ) -> Result<Landing, GitError> {
         self.check_full_ref(integration_ref)?;
         self.check_full_ref(record_ref)?;
-        let task_commit = format!("{task}^{{commit}}");
-        let onto_tree = format!("{expected_tip}^{{tree}}");
-        let oids = self.resolve_many(&[&task_commit, &onto_tree])?;
-        let [task_tip, onto_tree] = <[Oid; 2]>::try_from(oids).expect("two revisions");
+        let onto_tree = match self.written(expected_tip) {
+            Some(object) => object.tree,
+            None => self
+                .resolve_many(&[&format!("{expected_tip}^{{tree}}")])?
+                .remove(0),
+        };
         self.land_resolved(
             integration_ref,
             Some(record_ref),
             expected_tip,
             &onto_tree,
-            &task_tip,
+            task,
             cut_from,
             message,
         )
@@ -153,16 +205,17 @@ impl Repo {
         record_ref: Option<&str>,
         onto: &Oid,
         onto_tree: &Oid,
-        task_tip: &Oid,
+        task: &KnownTask,
         cut_from: &Oid,
         message: &str,
     ) -> Result<Landing, GitError> {
+        let task_tip = &task.tip;
         if task_tip == cut_from {
             return Ok(Landing::NoChanges {
                 previous: onto.clone(),
             });
         }
-        if !self.is_ancestor(cut_from.as_str(), task_tip.as_str())? {
+        if !task.descends_from_cut && !self.is_ancestor(cut_from.as_str(), task_tip.as_str())? {
             return Ok(Landing::Rewritten {
                 reason: format!(
                     "the task branch (at {}) no longer contains {}, the commit it was cut \
@@ -240,7 +293,21 @@ impl Repo {
         }
         let call = call.args(["-m", message]);
         let text = call.text()?;
-        parse_oid(&call, &text)
+        let commit = parse_oid(&call, &text)?;
+        // What git stored: `-m` completes the last line (as `cat-file` would show it,
+        // cut where `commit_objects` cuts).
+        let mut stored = message.as_bytes().to_vec();
+        if !stored.is_empty() && !stored.ends_with(b"\n") {
+            stored.push(b'\n');
+        }
+        stored.truncate(crate::notes::MESSAGE_LIMIT);
+        self.remember_written(crate::CommitObject {
+            commit: commit.clone(),
+            tree: tree.clone(),
+            parents: parents.iter().map(|p| (*p).clone()).collect(),
+            message: lossy(&stored),
+        });
+        Ok(commit)
     }
 }
 

@@ -62,7 +62,7 @@ pub use handoff::{
     APPLY_CHUNK, ApplyStep, DEFAULT_DIFF_LIMIT, DiffStat, DiffText, FileStat, MergeOutcome,
     PATHS_SHOWN, Preflight, Prepared, PreparedMerge, WorktreeMerge, list_paths,
 };
-pub use land::Landing;
+pub use land::{KnownTask, Landing};
 pub use notes::{CommitObject, MESSAGE_LIMIT, NOTE_LIMIT};
 pub use oid::{InvalidOid, Oid};
 pub use rebuild::Rebuild;

@@ -4,7 +4,8 @@
 //! Contract:
 //!
 //! - **Reading** is bulk and bounded in processes: [`Repo::commit_objects`] reads the tree
-//!   and message of any number of commits with one `git cat-file --batch`;
+//!   and message of any number of commits with one `git cat-file --batch` (none when the
+//!   handle wrote them all itself with `commit-tree` lately: a landing's merge);
 //!   [`Repo::notes_of`] reads the notes of any number of commits with one `git notes list`
 //!   and one `git cat-file --batch`. A note over [`NOTE_LIMIT`] bytes is refused as
 //!   [`GitError::Unexpected`] rather than read into memory whole; a message is cut at
@@ -48,6 +49,11 @@ impl Repo {
     pub fn commit_objects(&self, commits: &[Oid]) -> Result<Vec<CommitObject>, GitError> {
         if commits.is_empty() {
             return Ok(Vec::new());
+        }
+        // Commits this handle wrote are known without asking git (a landing's merge).
+        let known: Option<Vec<CommitObject>> = commits.iter().map(|c| self.written(c)).collect();
+        if let Some(known) = known {
+            return Ok(known);
         }
         let mut input = String::new();
         for commit in commits {

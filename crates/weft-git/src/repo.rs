@@ -1,14 +1,15 @@
 //! Opening a repository, HEAD, status, refs and branches.
 
+use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
 use crate::cmd::Call;
-use crate::{Git, GitError, Oid};
+use crate::{CommitObject, Git, GitError, Oid};
 
 /// The name weft commits as when the repository configures no identity.
 pub const FALLBACK_NAME: &str = "weft";
@@ -29,7 +30,15 @@ pub struct Repo {
     /// `-c user.name=… -c user.email=…` for the parts of the identity the repository does
     /// not configure; looked up once per handle.
     identity: OnceLock<Vec<OsString>>,
+    /// The last [`WRITTEN_LIMIT`] commits this handle (or a clone of it) wrote with
+    /// `commit-tree`, with their tree, parents and message: objects never change, so
+    /// what weft wrote it need not ask git about again (a landing's merge is the next
+    /// landing's base, and its evidence note needs its tree and trailers).
+    written: Arc<Mutex<VecDeque<CommitObject>>>,
 }
+
+/// How many commits a [`Repo`] handle remembers writing.
+const WRITTEN_LIMIT: usize = 16;
 
 /// Where HEAD points.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +147,7 @@ impl Repo {
             git_dir: as_path(git_dir),
             common_dir: as_path(common_dir),
             identity: OnceLock::new(),
+            written: Arc::default(),
         })
     }
 
@@ -480,6 +490,22 @@ impl Repo {
     /// The `-c` options that give a commit this repository's identity: nothing for the
     /// parts `git config user.name` / `user.email` set, `weft` / `weft@localhost` for the
     /// parts they do not. Looked up once per handle.
+    /// Remember a commit this handle wrote (the oldest one remembered is forgotten past
+    /// [`WRITTEN_LIMIT`]).
+    pub(crate) fn remember_written(&self, object: CommitObject) {
+        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if written.len() == WRITTEN_LIMIT {
+            written.pop_front();
+        }
+        written.push_back(object);
+    }
+
+    /// A commit this handle wrote, if it still remembers it.
+    pub(crate) fn written(&self, commit: &Oid) -> Option<CommitObject> {
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        written.iter().rev().find(|o| &o.commit == commit).cloned()
+    }
+
     pub(crate) fn identity_config(&self) -> Result<&[OsString], GitError> {
         if let Some(options) = self.identity.get() {
             return Ok(options);

@@ -144,8 +144,8 @@ pub(crate) fn land(
             files: markers_left,
         });
     }
-    let tips = match executor.collect(cut, task) {
-        Ok(Collected::Committed { tips, .. }) => tips,
+    let (tips, from_cut) = match executor.collect(cut, task) {
+        Ok(Collected::Committed { tips, from_cut, .. }) => (tips, from_cut),
         Ok(Collected::Refused(reason)) => return Outcome::Failed(reason),
         Err(e) => return Outcome::Landing(failed(&e)),
     };
@@ -163,8 +163,19 @@ pub(crate) fn land(
         }
     }
     let message = crate::evidence::landing_message(waiting.then.attempt(), task);
+    // The tips weft just set the task branches to: landing needs not read them again.
+    let known: Vec<Option<weft_git::KnownTask>> = tips
+        .iter()
+        .zip(&from_cut)
+        .map(|(tip, from_cut)| {
+            tip.clone().map(|tip| weft_git::KnownTask {
+                tip,
+                descends_from_cut: *from_cut,
+            })
+        })
+        .collect();
     let landing = iso
-        .land(cut, &message, &expected)
+        .land(cut, &message, &expected, &known)
         .unwrap_or_else(|e| failed(&e));
     if landing.is_landed() && !keep {
         executor.discard(cut);

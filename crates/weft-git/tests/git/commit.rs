@@ -366,3 +366,37 @@ fn a_repair_merge_leaves_markers_and_commit_all_concludes_it() {
         conflicted => panic!("expected a clean merge, got {conflicted:?}"),
     }
 }
+
+#[test]
+fn commit_all_on_a_detached_worktree_says_nothing_was_staged_and_names_the_new_head() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let tip = fx.main();
+    let path = fx.worktrees_dir().join("detached");
+    repo.add_worktree_detached(&path, &tip).unwrap();
+    let inside = repo.open_worktree(&path).unwrap();
+    // Nothing changed: no commit, HEAD where it was.
+    assert_eq!(inside.commit_all("nothing", &[] as &[&str]).unwrap(), None);
+    assert_eq!(
+        fx.run_in(&path, &["rev-parse", "HEAD"]).trim(),
+        tip.as_str()
+    );
+    // Only an excluded file changed: still nothing.
+    fs::write(path.join("excluded.txt"), "x\n").unwrap();
+    assert_eq!(
+        inside.commit_all("excluded", &["excluded.txt"]).unwrap(),
+        None
+    );
+    // A change: the commit returned is the worktree's new HEAD, on top of the cut.
+    fs::write(path.join("new.txt"), "new\n").unwrap();
+    let commit = inside
+        .commit_all("work", &["excluded.txt"])
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(
+        fx.run_in(&path, &["rev-parse", "HEAD"]).trim(),
+        commit.as_str()
+    );
+    assert_ne!(commit, tip);
+    assert_eq!(fx.parents(commit.as_str()), [tip]);
+}

@@ -100,3 +100,31 @@ fn a_rebuild_keeps_each_reapplied_landings_message_and_its_trailers() {
         assert_ne!(was.tree, now.tree);
     }
 }
+
+#[test]
+fn a_commit_the_handle_wrote_reads_back_exactly_as_git_stored_it() {
+    let fx = Fixture::new();
+    let base = fx.commit_here(&[("f.txt", Some(BASE_TEXT))], "base");
+    let repo = fx.open();
+    repo.update_ref_cas(INTEGRATION, &base, None).unwrap();
+    let mut landed = Vec::new();
+    // Messages with and without a final newline, with blank lines at the end, not ASCII.
+    let messages = [
+        "weft: land task a\n\nWeft-Task: a",
+        "weft: land task b\n\nWeft-Task: b\n",
+        "weft: land task c — ünïcode\n\nWeft-Task: c\n\n\n",
+    ];
+    for (index, message) in messages.iter().enumerate() {
+        let name = format!("t{index}");
+        let cut = repo.ref_target(INTEGRATION).unwrap().unwrap();
+        fx.commit_on(&name, &cut, &[(&format!("{name}.txt"), Some("x"))]);
+        match repo.land(INTEGRATION, &name, &cut, message).unwrap() {
+            Landing::Landed { merge, .. } => landed.push(merge),
+            other => panic!("expected a landing, got {other:?}"),
+        }
+    }
+    // The same handle answers from what it wrote; a fresh one asks git (`cat-file`).
+    let remembered = repo.commit_objects(&landed).unwrap();
+    let from_git = fx.open().commit_objects(&landed).unwrap();
+    assert_eq!(remembered, from_git);
+}
