@@ -575,7 +575,7 @@ fn traced_run(plan: &str, tasks: usize, mode: Mode) {
             serde_json::from_str(&line).expect("every --json line is a JSON object");
         seen.push(Seen {
             at,
-            event: value["event"].as_str().unwrap_or("?").to_owned(),
+            event: value["event"]["kind"].as_str().unwrap_or("?").to_owned(),
             task: value["task"].as_str().map(str::to_owned),
         });
     }
