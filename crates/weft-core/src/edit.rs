@@ -8,6 +8,7 @@ use thiserror::Error;
 use crate::Hint;
 use crate::event::{Event, EventKind, FieldChange};
 
+use crate::limits::{LimitChanges, TaskLimits, format_duration};
 use crate::model::{Plan, Task, TaskKind, TaskStatus, order_of};
 use crate::refs::{RefError, resolve_task_ref};
 use crate::slug::{slugify, unique_id};
@@ -30,6 +31,7 @@ pub struct NewTask {
     pub command: Option<String>,
     pub steps: Vec<String>,
     pub checks: Vec<String>,
+    pub limits: TaskLimits,
 }
 
 /// Field changes; `None` leaves a field alone. For optional text fields an empty string
@@ -47,6 +49,8 @@ pub struct TaskChanges {
     pub command: Option<String>,
     pub steps: Option<Vec<String>>,
     pub checks: Option<Vec<String>>,
+    /// `timeout`, `idle_timeout`, `budget_usd`, `budget_tokens`.
+    pub limits: LimitChanges,
 }
 
 impl TaskChanges {
@@ -210,6 +214,28 @@ fn non_empty(value: &Option<String>) -> Option<String> {
     value.clone().filter(|v| !v.is_empty())
 }
 
+/// Apply limit changes; what the event records for each one set (or cleared).
+fn set_limits(limits: &mut TaskLimits, changes: &LimitChanges) -> Vec<FieldChange> {
+    let mut changed = Vec::new();
+    if let Some(timeout) = changes.timeout {
+        limits.timeout = timeout;
+        changed.push(FieldChange::Timeout(timeout.map(format_duration)));
+    }
+    if let Some(idle_timeout) = changes.idle_timeout {
+        limits.idle_timeout = idle_timeout;
+        changed.push(FieldChange::IdleTimeout(idle_timeout.map(format_duration)));
+    }
+    if let Some(usd) = changes.budget_usd {
+        limits.budget_usd = usd;
+        changed.push(FieldChange::BudgetUsd(usd));
+    }
+    if let Some(tokens) = changes.budget_tokens {
+        limits.budget_tokens = tokens;
+        changed.push(FieldChange::BudgetTokens(tokens));
+    }
+    changed
+}
+
 fn add(plan: &mut Plan, new: &NewTask, at: Option<u32>) -> Result<Applied, EditError> {
     let index = match at {
         None => plan.tasks.len(),
@@ -232,6 +258,7 @@ fn add(plan: &mut Plan, new: &NewTask, at: Option<u32>) -> Result<Applied, EditE
     task.command = non_empty(&new.command);
     task.steps = new.steps.clone();
     task.checks = new.checks.clone();
+    task.limits = new.limits;
     task.order = order_of(index);
     let line = format!("added task #{} {:?}: {}", task.order, task.id, task.title);
     let event = EventKind::TaskAdded {
@@ -384,6 +411,7 @@ fn update(plan: &mut Plan, reference: &str, changes: &TaskChanges) -> Result<App
         task.checks = checks.clone();
         changed.push(FieldChange::Checks(checks.clone()));
     }
+    changed.extend(set_limits(&mut task.limits, &changes.limits));
     let named: Vec<&'static str> = changed
         .iter()
         .map(FieldChange::field)

@@ -229,8 +229,9 @@ pub struct TranscriptFound {
     pub how: Vec<String>,
 }
 
-/// One task field an edit set, with its new value (`null`: cleared).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// One task field an edit set, with its new value (`null`: cleared). Durations are text
+/// (`"30m"`), as the workflow file writes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "field", content = "value", rename_all = "snake_case")]
 pub enum FieldChange {
     Title(String),
@@ -244,7 +245,14 @@ pub enum FieldChange {
     Command(Option<String>),
     Steps(Vec<String>),
     Checks(Vec<String>),
+    Timeout(Option<String>),
+    IdleTimeout(Option<String>),
+    BudgetUsd(Option<f64>),
+    BudgetTokens(Option<u64>),
 }
+
+// A budget is never NaN (every entry point checks it finite), so equality is total.
+impl Eq for FieldChange {}
 
 impl FieldChange {
     /// The field's name as `weft task edit` spells it.
@@ -261,6 +269,10 @@ impl FieldChange {
             FieldChange::Command(_) => "command",
             FieldChange::Steps(_) => "steps",
             FieldChange::Checks(_) => "checks",
+            FieldChange::Timeout(_) => "timeout",
+            FieldChange::IdleTimeout(_) => "idle_timeout",
+            FieldChange::BudgetUsd(_) => "budget_usd",
+            FieldChange::BudgetTokens(_) => "budget_tokens",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod edit;
 pub mod event;
 pub mod hint;
 pub mod interrupt;
+pub mod limits;
 pub mod marker;
 pub mod model;
 pub mod note;
@@ -26,6 +27,7 @@ pub mod workflow;
 pub use edit::{Edit, EditError, EditReport, NewTask, TaskChanges};
 pub use event::{ControlRequest, EVENT_SCHEMA_VERSION, Event, EventKind, FieldChange};
 pub use hint::Hint;
+pub use limits::TaskLimits;
 pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{
     Attempt, AttemptStatus, Check, Denial, Landing, OutputSummary, Plan, PlanStatus, Run,

@@ -224,6 +224,9 @@ pub struct Task {
     pub hold: bool,
     pub verdict: Option<Verdict>,
     pub output: Option<OutputSummary>,
+    /// Its own `timeout`, `idle_timeout` and budget (unset: the settings apply).
+    #[serde(default, skip_serializing_if = "crate::limits::TaskLimits::is_empty")]
+    pub limits: crate::limits::TaskLimits,
 }
 
 impl Task {
@@ -249,6 +252,7 @@ impl Task {
             hold: false,
             verdict: None,
             output: None,
+            limits: crate::limits::TaskLimits::default(),
         }
     }
 

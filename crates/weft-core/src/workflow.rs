@@ -12,12 +12,14 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::Hint;
+use crate::limits::{self, LimitValue, TaskLimits};
 use crate::model::{Task, TaskKind, order_of};
+use crate::spend::Budget;
 use crate::slug::IdDeriver;
 use crate::validate::{ValidationErrors, Warning, validate_tasks};
 
 /// A plan as written in a workflow file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "weft workflow file")]
 pub struct WorkflowFile {
@@ -31,12 +33,21 @@ pub struct WorkflowFile {
     /// setting.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<String>,
+    /// Dollars the whole plan may spend (every task, attempt and run): reached, no new
+    /// task starts. For this plan it replaces the `budget_usd` and `budget_tokens`
+    /// settings (as does `budget_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Tokens the whole plan may spend (see `budget_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub budget_tokens: Option<i64>,
     /// The tasks in the order they run; a task may depend only on tasks before it.
     pub tasks: Vec<TaskSpec>,
 }
 
 /// One task as written in a workflow file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     /// Unique id; defaults to a slug of the title. Not all digits.
@@ -73,6 +84,22 @@ pub struct TaskSpec {
     /// Commands that must all exit 0 after the task for it to pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// Wall-clock limit of each attempt (`"30m"`); replaces the `task_timeout` setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// No output, stream event or file change for this long ends an attempt (`"5m"`;
+    /// `"0"`: never); replaces the `idle_timeout` setting and must be longer than
+    /// `idle_after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<String>,
+    /// Dollars the task may spend over all its attempts; over it, the attempt is stopped
+    /// and fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Tokens the task may spend over all its attempts (see `budget_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub budget_tokens: Option<i64>,
 }
 
 /// A dependency: an earlier task's id, or its 1-based order number.
@@ -136,6 +163,17 @@ pub enum WorkflowError {
         source_name: String,
         errors: ValidationErrors,
     },
+    /// A limit (`timeout`, `budget_usd`, ...) of a task, or of the plan (`task: None`),
+    /// that cannot be read.
+    #[error("{source_name}: {}`{key}` = {value}: {problem}", task.as_ref().map(|t| format!("task {t}: ")).unwrap_or_default())]
+    BadLimit {
+        source_name: String,
+        /// The task's label (`#2 "wire"`).
+        task: Option<String>,
+        key: &'static str,
+        value: String,
+        problem: String,
+    },
 }
 
 impl Hint for WorkflowError {
@@ -146,17 +184,23 @@ impl Hint for WorkflowError {
             }
             WorkflowError::EmptyGoal { .. } => "write what the plan is for in `goal`".into(),
             WorkflowError::Invalid { errors, .. } => return errors.hint(),
+            WorkflowError::BadLimit { key, .. } => format!(
+                "fix `{key}` in the file; durations read like \"30m\", budgets are positive \
+                 numbers (`weft plan schema` prints every field)"
+            ),
         })
     }
 }
 
 /// The tasks a workflow file describes, checked against every plan rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportedPlan {
     pub goal: String,
     pub runner: Option<String>,
     /// The plan's own `verify` commands (blank ones dropped).
     pub verify: Vec<String>,
+    /// The plan's own budget (unset: the settings' applies).
+    pub budget: Budget,
     pub tasks: Vec<Task>,
     pub warnings: Vec<Warning>,
 }
@@ -221,6 +265,18 @@ impl WorkflowFile {
         // Looked up once per dependency: a scan of `ids` each time made importing
         // 100,000 tasks take half a minute.
         let known: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let budget = plan_budget(self.budget_usd, self.budget_tokens, source_name)?;
+        let task_limits: Vec<TaskLimits> = self
+            .tasks
+            .iter()
+            .zip(&ids)
+            .enumerate()
+            .map(|(index, (spec, id))| {
+                spec.limits().map_err(|p| {
+                    bad_limit(source_name, Some(format!("#{} {id:?}", order_of(index))), p)
+                })
+            })
+            .collect::<Result<_, _>>()?;
 
         let tasks: Vec<Task> = self
             .tasks
@@ -245,6 +301,7 @@ impl WorkflowFile {
                 task.command = spec.command;
                 task.steps = spec.steps;
                 task.checks = spec.checks;
+                task.limits = task_limits[index];
                 task
             })
             .collect();
@@ -260,6 +317,7 @@ impl WorkflowFile {
             goal: self.goal,
             runner,
             verify,
+            budget,
             tasks,
             warnings,
         })
@@ -271,6 +329,8 @@ impl WorkflowFile {
             goal: goal.to_owned(),
             runner: runner.map(str::to_owned),
             verify: Vec::new(),
+            budget_usd: None,
+            budget_tokens: None,
             tasks: tasks
                 .iter()
                 .map(|task| TaskSpec {
@@ -291,9 +351,20 @@ impl WorkflowFile {
                     command: task.command.clone(),
                     steps: task.steps.clone(),
                     checks: task.checks.clone(),
+                    timeout: task.limits.timeout.map(limits::format_duration),
+                    idle_timeout: task.limits.idle_timeout.map(limits::format_duration),
+                    budget_usd: task.limits.budget_usd,
+                    budget_tokens: task.limits.budget_tokens.map(tokens_field),
                 })
                 .collect(),
         }
+    }
+
+    /// With the plan's own budget (what `budget` of [`ImportedPlan`] was).
+    pub fn with_budget(mut self, budget: Budget) -> WorkflowFile {
+        self.budget_usd = budget.usd;
+        self.budget_tokens = budget.tokens.map(tokens_field);
+        self
     }
 
     pub fn to_text(&self, format: WorkflowFormat) -> String {
@@ -318,6 +389,95 @@ impl WorkflowFile {
         text.push('\n');
         text
     }
+}
+
+fn tokens_field(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
+}
+
+/// A limit that cannot be read: its key, the value as written, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitProblem {
+    pub key: &'static str,
+    pub value: String,
+    pub problem: String,
+}
+
+impl fmt::Display for LimitProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` = {}: {}", self.key, self.value, self.problem)
+    }
+}
+
+impl TaskSpec {
+    /// The task's limits as the file writes them, each read by the one parser the flags
+    /// use.
+    pub fn limits(&self) -> Result<TaskLimits, LimitProblem> {
+        let duration = |key: &'static str, text: &Option<String>| match text {
+            None => Ok(None),
+            Some(text) => match limits::parse_value(key, text) {
+                Ok(LimitValue::Duration(d)) => Ok(Some(d)),
+                Ok(_) => unreachable!("a duration key reads a duration"),
+                Err(problem) => Err(LimitProblem {
+                    key,
+                    value: format!("{text:?}"),
+                    problem,
+                }),
+            },
+        };
+        Ok(TaskLimits {
+            timeout: duration(limits::KEY_TIMEOUT, &self.timeout)?,
+            idle_timeout: duration(limits::KEY_IDLE_TIMEOUT, &self.idle_timeout)?,
+            budget_usd: checked_usd(self.budget_usd)?,
+            budget_tokens: checked_tokens(self.budget_tokens)?,
+        })
+    }
+}
+
+fn checked_usd(usd: Option<f64>) -> Result<Option<f64>, LimitProblem> {
+    usd.map(|u| {
+        limits::check_usd(u).map_err(|problem| LimitProblem {
+            key: limits::KEY_BUDGET_USD,
+            value: u.to_string(),
+            problem,
+        })
+    })
+    .transpose()
+}
+
+fn checked_tokens(tokens: Option<i64>) -> Result<Option<u64>, LimitProblem> {
+    tokens
+        .map(|n| {
+            limits::check_tokens(i128::from(n)).map_err(|problem| LimitProblem {
+                key: limits::KEY_BUDGET_TOKENS,
+                value: n.to_string(),
+                problem,
+            })
+        })
+        .transpose()
+}
+
+fn bad_limit(source_name: &str, task: Option<String>, p: LimitProblem) -> WorkflowError {
+    WorkflowError::BadLimit {
+        source_name: source_name.to_owned(),
+        task,
+        key: p.key,
+        value: p.value,
+        problem: p.problem,
+    }
+}
+
+/// The plan's own budget from the file's top-level keys.
+fn plan_budget(
+    usd: Option<f64>,
+    tokens: Option<i64>,
+    source_name: &str,
+) -> Result<Budget, WorkflowError> {
+    let bad = |p| bad_limit(source_name, None, p);
+    Ok(Budget {
+        usd: checked_usd(usd).map_err(bad)?,
+        tokens: checked_tokens(tokens).map_err(bad)?,
+    })
 }
 
 /// Order numbers (`3`, `"3"`, `"#3"`) become the id at that position; anything else is
@@ -390,6 +550,10 @@ title = "Wire it in"
 prompt = "wire"
 dependencies = ["limiter"]
 checks = ["cargo test"]
+timeout = "30m"
+idle_timeout = "5m"
+budget_usd = 0.5
+budget_tokens = 200000
 
 [[tasks]]
 title = "Run the tests"
@@ -424,6 +588,53 @@ dependencies = [1, "#2"]
                 WorkflowFile::from_plan(&again.goal, again.runner.as_deref(), &again.tasks);
             assert_eq!(file_again.to_text(format), text);
         }
+    }
+
+    #[test]
+    fn task_limits_are_read_and_written_back_as_typed() {
+        let plan = import(SAMPLE, WorkflowFormat::Toml).unwrap();
+        let limits = plan.tasks[1].limits;
+        assert_eq!(limits.timeout, Some(std::time::Duration::from_secs(1800)));
+        assert_eq!(limits.idle_timeout, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(limits.budget_usd, Some(0.5));
+        assert_eq!(limits.budget_tokens, Some(200_000));
+        assert!(plan.tasks[0].limits.is_empty());
+        let text = WorkflowFile::from_plan(&plan.goal, None, &plan.tasks).to_text(WorkflowFormat::Toml);
+        for line in ["timeout = \"30m\"", "idle_timeout = \"5m\"", "budget_usd = 0.5", "budget_tokens = 200000"] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_plan_budget_is_read_and_written_back() {
+        let text = format!("budget_usd = 2.5\nbudget_tokens = 1000\n{SAMPLE}");
+        let plan = import(&text, WorkflowFormat::Toml).unwrap();
+        assert_eq!(plan.budget, Budget { usd: Some(2.5), tokens: Some(1000) });
+        let file = WorkflowFile::from_plan(&plan.goal, None, &plan.tasks).with_budget(plan.budget);
+        let again = import(&file.to_text(WorkflowFormat::Json), WorkflowFormat::Json).unwrap();
+        assert_eq!(again.budget, plan.budget);
+    }
+
+    #[test]
+    fn a_bad_limit_names_the_task_and_the_key() {
+        let err = import(
+            "goal = \"g\"\n[[tasks]]\ntitle = \"t\"\nprompt = \"p\"\ntimeout = \"soon\"\n",
+            WorkflowFormat::Toml,
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("plan.toml: task #1 \"t\": `timeout` = \"soon\": "), "{text}");
+        let err = import(
+            "goal = \"g\"\n[[tasks]]\ntitle = \"t\"\nprompt = \"p\"\nbudget_tokens = -5\n",
+            WorkflowFormat::Toml,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("`budget_tokens` = -5: a budget must be a positive"), "{err}");
+        let err = import("goal = \"g\"\nbudget_usd = 0\ntasks = []\n", WorkflowFormat::Toml).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plan.toml: `budget_usd` = 0: a budget must be a positive amount of dollars"
+        );
     }
 
     #[test]

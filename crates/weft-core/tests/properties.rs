@@ -467,6 +467,7 @@ fn new_task() -> impl Strategy<Value = NewTask> {
                     command,
                     steps,
                     checks,
+                    limits: Default::default(),
                 };
                 if consistent {
                     // Mostly well-formed, so sequences grow; the rest probe the refusals.
@@ -534,6 +535,7 @@ fn changes() -> impl Strategy<Value = TaskChanges> {
                     command,
                     steps,
                     checks,
+                    limits: Default::default(),
                 };
                 if consistent && let Some(kind) = kind {
                     match kind {

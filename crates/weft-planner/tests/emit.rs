@@ -877,6 +877,10 @@ fn spec_strategy() -> impl Strategy<Value = TaskSpec> {
                     command,
                     steps,
                     checks,
+                    timeout: None,
+                    idle_timeout: None,
+                    budget_usd: None,
+                    budget_tokens: None,
                 }
             },
         )

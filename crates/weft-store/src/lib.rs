@@ -14,6 +14,7 @@
 
 mod busy;
 mod error;
+mod limits;
 mod migrations;
 mod output;
 mod planning;
@@ -35,6 +36,7 @@ use weft_core::{EventKind, Plan, PlanStatus, Task, Timestamp};
 
 pub use busy::{BusyWait, LockHolder};
 pub use error::StoreError;
+pub use limits::IdleAttempt;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
 pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
 pub use planning::{

@@ -207,6 +207,23 @@ const MIGRATIONS: &[&str] = &[
         commands  TEXT NOT NULL
     ) STRICT;
     "#,
+    // 8 (limits, issues 12 and 15): a task's own limits (NULL: the setting applies;
+    // durations in milliseconds), a plan's own budget (its workflow file's top-level
+    // `budget_usd`/`budget_tokens`, replacing the settings for that plan), and since when
+    // a running attempt has been silent past `idle_after` (NULL: it is not idle), written
+    // once per transition.
+    r#"
+    ALTER TABLE tasks ADD COLUMN timeout_ms INTEGER;
+    ALTER TABLE tasks ADD COLUMN idle_timeout_ms INTEGER;
+    ALTER TABLE tasks ADD COLUMN budget_usd REAL;
+    ALTER TABLE tasks ADD COLUMN budget_tokens INTEGER;
+    ALTER TABLE attempts ADD COLUMN idle_since INTEGER;
+    CREATE TABLE plan_budget (
+        plan_id       TEXT PRIMARY KEY REFERENCES plans(id) ON DELETE CASCADE,
+        budget_usd    REAL,
+        budget_tokens INTEGER
+    ) STRICT;
+    "#,
 ];
 
 /// The SQL of every migration, oldest first (for tests that build old databases).

@@ -59,9 +59,10 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
     let mut insert = conn.prepare_cached(
         "INSERT INTO tasks (plan_id, id, position, title, description, prompt, runner, model,
                             effort, mode, kind, command, steps, checks, status, hold, verdict, output,
-                            steps_done, dependencies)
+                            steps_done, dependencies, timeout_ms, idle_timeout_ms, budget_usd,
+                            budget_tokens)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                 ?20)",
+                 ?20, ?21, ?22, ?23, ?24)",
     )?;
     for task in &plan.tasks {
         insert.execute(params![
@@ -85,6 +86,10 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
             task.output.as_ref().map(to_json),
             to_json(&task.steps_done),
             to_json(&task.dependencies),
+            task.limits.timeout.map(millis),
+            task.limits.idle_timeout.map(millis),
+            task.limits.budget_usd,
+            task.limits.budget_tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
         ])?;
     }
     let mut insert_dependency = conn.prepare_cached(
@@ -97,6 +102,10 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
         }
     }
     Ok(())
+}
+
+fn millis(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Give the connection a page cache that holds a write of `tasks` tasks whole (about
@@ -219,14 +228,42 @@ impl Detail {
         match self {
             Detail::Full => {
                 "id, position, title, description, prompt, runner, model, effort, mode, kind, \
-                 command, steps, checks, status, hold, verdict, output, steps_done, dependencies"
+                 command, steps, checks, status, hold, verdict, output, steps_done, dependencies, \
+                 timeout_ms, idle_timeout_ms, budget_usd, budget_tokens"
             }
             Detail::Outline => {
                 "id, position, title, NULL, NULL, runner, model, effort, mode, kind, \
-                 NULL, NULL, checks, status, hold, verdict, NULL, NULL, dependencies"
+                 NULL, NULL, checks, status, hold, verdict, NULL, NULL, dependencies, \
+                 timeout_ms, idle_timeout_ms, budget_usd, budget_tokens"
             }
         }
     }
+}
+
+/// Columns 19 to 22: the task's own limits, each NULL when unset.
+fn limits_from_row(row: &Row<'_>, id: &str) -> Checked<weft_core::TaskLimits> {
+    let number = |index: usize| -> Checked<Option<i64>> {
+        row.get(index)
+            .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))
+    };
+    let duration = |index: usize| -> Checked<Option<std::time::Duration>> {
+        number(index)?
+            .map(|ms| {
+                u64::try_from(ms)
+                    .map(std::time::Duration::from_millis)
+                    .map_err(|_| format!("task {id:?}: a negative time limit ({ms} ms)"))
+            })
+            .transpose()
+    };
+    let usd: Option<f64> = row
+        .get(21)
+        .map_err(|e| format!("task {id:?}: budget_usd is not a number: {e}"))?;
+    Ok(weft_core::TaskLimits {
+        timeout: duration(19)?,
+        idle_timeout: duration(20)?,
+        budget_usd: usd.filter(|u| u.is_finite() && *u > 0.0),
+        budget_tokens: number(22)?.and_then(|t| u64::try_from(t).ok()),
+    })
 }
 
 fn task_from_row(row: &Row<'_>, detail: Detail) -> Checked<Task> {
@@ -249,6 +286,7 @@ fn task_from_row(row: &Row<'_>, detail: Detail) -> Checked<Task> {
         .map(|v| parse_json(v, "verdict", id))
         .transpose()?;
     task.dependencies = parse_strings(required(row, 18, "dependencies")?, "dependencies", id)?;
+    task.limits = limits_from_row(row, id)?;
     if detail == Detail::Full {
         task.description = optional(row, 3, "description")?;
         task.prompt = required(row, 4, "prompt")?.to_owned();

@@ -722,6 +722,9 @@ fn describe_change(change: &weft_core::FieldChange) -> String {
         | F::Command(v) => shown(v),
         F::Kind(kind) => kind.to_string(),
         F::Steps(items) | F::Checks(items) => list(items),
+        F::Timeout(v) | F::IdleTimeout(v) => shown(v),
+        F::BudgetUsd(v) => v.map_or_else(|| "(cleared)".into(), weft_core::spend::usd),
+        F::BudgetTokens(v) => v.map_or_else(|| "(cleared)".into(), |t| t.to_string()),
     };
     format!("{} = {value}", change.field())
 }

@@ -63,7 +63,7 @@ impl From<&DependencyRef> for TaskRef {
 }
 
 /// One edit the planner asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TaskOp {
     /// Insert after `after` (`Order(0)` puts it first); at the end when absent.
     Add {
@@ -407,6 +407,7 @@ fn parse_changes(changes: Option<&Value>, problems: &mut Vec<String>) -> Option<
         command: spec.command,
         steps: spec.steps,
         checks: spec.checks,
+        limits: weft_core::limits::LimitChanges::default(),
     };
     if changes.is_empty() {
         problems.push("`changes` names no field to change".to_owned());
@@ -508,7 +509,7 @@ impl Batch<'_> {
                     .map(|d| self.resolve(&TaskRef::from(d)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Edit::Add {
-                    task: new_task(task, dependencies),
+                    task: new_task(task, dependencies)?,
                     at,
                 })
             }
@@ -672,8 +673,9 @@ fn check_runner(runner: Option<&str>, known_runner: &dyn Fn(&str) -> bool) -> Re
     }
 }
 
-fn new_task(spec: &TaskSpec, dependencies: Vec<String>) -> NewTask {
-    NewTask {
+fn new_task(spec: &TaskSpec, dependencies: Vec<String>) -> Result<NewTask, String> {
+    let limits = spec.limits().map_err(|p| p.to_string())?;
+    Ok(NewTask {
         id: spec.id.clone(),
         title: spec.title.clone(),
         description: spec.description.clone(),
@@ -687,7 +689,8 @@ fn new_task(spec: &TaskSpec, dependencies: Vec<String>) -> NewTask {
         command: spec.command.clone(),
         steps: spec.steps.clone(),
         checks: spec.checks.clone(),
-    }
+        limits,
+    })
 }
 
 /// The turn that sends a refused batch's problems back to the model.

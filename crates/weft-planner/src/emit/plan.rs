@@ -97,6 +97,8 @@ pub fn plan_from_value(
         goal: goal.to_owned(),
         runner: default_runner.map(str::to_owned),
         verify: Vec::new(),
+        budget_usd: None,
+        budget_tokens: None,
         tasks: specs,
     };
     match file.into_plan(SOURCE, known_runner) {
@@ -176,6 +178,7 @@ fn workflow_problems(error: WorkflowError) -> (Vec<String>, usize) {
         ),
         WorkflowError::EmptyGoal { .. } => (vec!["the goal is empty".to_owned()], 0),
         WorkflowError::Syntax { message, .. } => (vec![message], 0),
+        error @ WorkflowError::BadLimit { .. } => (vec![error.to_string()], 0),
     }
 }
 
@@ -267,6 +270,8 @@ mod tests {
             goal: "g".into(),
             runner: None,
             verify: Vec::new(),
+            budget_usd: None,
+            budget_tokens: None,
             tasks: specs.clone(),
         };
         let plan = file.into_plan("t", &|_| true).unwrap();

@@ -3,6 +3,7 @@
 //! attempts and review comments.
 
 use weft_core::edit::NewTask;
+use weft_core::limits::{self, LimitChanges};
 use weft_core::{Edit, EditError, Plan, Task, TaskChanges, TaskKind, resolve_task_ref};
 use weft_engine::control::{self, ControlReport};
 use weft_store::Store;
@@ -42,6 +43,36 @@ struct AddBody {
     steps: Vec<String>,
     #[serde(default)]
     checks: Vec<String>,
+    #[serde(default)]
+    timeout: Option<String>,
+    #[serde(default)]
+    idle_timeout: Option<String>,
+    #[serde(default)]
+    budget_usd: Option<String>,
+    #[serde(default)]
+    budget_tokens: Option<String>,
+}
+
+/// `timeout`, `idle_timeout`, `budget_usd`, `budget_tokens` as text, as the flags of
+/// `weft task add/edit` take them (`""` clears), read by core's one parser.
+fn limit_changes(
+    timeout: &Option<String>,
+    idle_timeout: &Option<String>,
+    budget_usd: &Option<String>,
+    budget_tokens: &Option<String>,
+) -> Result<LimitChanges, ApiError> {
+    let mut changes = LimitChanges::default();
+    for (key, text) in [
+        (limits::KEY_TIMEOUT, timeout),
+        (limits::KEY_IDLE_TIMEOUT, idle_timeout),
+        (limits::KEY_BUDGET_USD, budget_usd),
+        (limits::KEY_BUDGET_TOKENS, budget_tokens),
+    ] {
+        if let Some(text) = text {
+            changes.set_text(key, text).map_err(ApiError::bad_request)?;
+        }
+    }
+    Ok(changes)
 }
 
 /// Field changes (the flags of `weft task edit` and `weft rearm`); `""` clears an
@@ -71,11 +102,22 @@ pub(crate) struct ChangesBody {
     steps: Option<Vec<String>>,
     #[serde(default)]
     checks: Option<Vec<String>>,
+    #[serde(default)]
+    timeout: Option<String>,
+    #[serde(default)]
+    idle_timeout: Option<String>,
+    #[serde(default)]
+    budget_usd: Option<String>,
+    #[serde(default)]
+    budget_tokens: Option<String>,
 }
 
-impl From<ChangesBody> for TaskChanges {
-    fn from(b: ChangesBody) -> TaskChanges {
-        TaskChanges {
+impl TryFrom<ChangesBody> for TaskChanges {
+    type Error = ApiError;
+
+    fn try_from(b: ChangesBody) -> Result<TaskChanges, ApiError> {
+        let limits = limit_changes(&b.timeout, &b.idle_timeout, &b.budget_usd, &b.budget_tokens)?;
+        Ok(TaskChanges {
             title: b.title,
             description: b.description,
             prompt: b.prompt,
@@ -87,7 +129,8 @@ impl From<ChangesBody> for TaskChanges {
             command: b.command,
             steps: b.steps,
             checks: b.checks,
-        }
+            limits,
+        })
     }
 }
 
@@ -128,6 +171,8 @@ pub(super) fn add(app: &App, call: &Call) -> ApiResult {
         command: b.command,
         steps: b.steps,
         checks: b.checks,
+        limits: limit_changes(&b.timeout, &b.idle_timeout, &b.budget_usd, &b.budget_tokens)?
+            .applied_to(Default::default()),
     };
     apply(app, call, Edit::Add { task, at: b.at })
 }
@@ -136,7 +181,7 @@ pub(super) fn edit(app: &App, call: &Call) -> ApiResult {
     let changes: ChangesBody = call.json()?;
     let edit = Edit::Update {
         task: call.param("task").to_owned(),
-        changes: changes.into(),
+        changes: changes.try_into()?,
     };
     apply(app, call, edit)
 }
@@ -205,7 +250,7 @@ pub(super) fn control(app: &App, call: &Call) -> ApiResult {
         "rearm" => {
             let changes: ChangesBody = call.json()?;
             let names = app.host.runner_names();
-            control::rearm(&mut store, &plan, reference, &changes.into(), &|r| {
+            control::rearm(&mut store, &plan, reference, &changes.try_into()?, &|r| {
                 names.contains(r)
             })?
         }

@@ -42,6 +42,8 @@ pub struct Args {
     #[arg(long = "checks", value_name = "COMMAND")]
     pub checks: Vec<String>,
     #[command(flatten)]
+    pub limits: crate::commands::task::LimitArgs,
+    #[command(flatten)]
     pub output: JsonArg,
 }
 
@@ -55,6 +57,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         effort: args.effort,
         mode: args.mode,
         checks: (!args.checks.is_empty()).then_some(args.checks),
+        limits: args.limits.changes()?,
         ..TaskChanges::default()
     };
     let target = TaskArg {

@@ -41,7 +41,8 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 .and_then(|p| WorkflowFormat::from_extension(&p.to_string_lossy()))
         })
         .unwrap_or(WorkflowFormat::Toml);
-    let mut file = WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks);
+    let mut file = WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks)
+        .with_budget(store.plan_budget(&plan.id)?);
     file.verify = store.plan_verify(&plan.id)?;
     let text = file.to_text(format);
     let Some(path) = args.output else {

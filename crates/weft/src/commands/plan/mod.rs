@@ -98,6 +98,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         .into_plan(&source_name, &|r| names.contains(r))?;
     warnings(&imported.warnings);
     let verify = imported.verify.clone();
+    let budget = imported.budget;
     let mut store = ctx.store_for_write()?;
     let plan = store.create_plan(
         PlanDraft {
@@ -110,6 +111,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         now(),
     )?;
     store.set_plan_verify(&plan.id, &verify)?;
+    store.set_plan_budget(&plan.id, &budget)?;
     note(&format!(
         "created plan {} from {source_name} with {} task{}; it is now the current plan",
         plan.short_id(),

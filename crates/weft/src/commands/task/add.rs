@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use weft_core::edit::NewTask;
 use weft_core::{Edit, TaskKind};
 
-use super::{KindArg, apply, prompt_from, reference_list};
+use super::{KindArg, LimitArgs, apply, prompt_from, reference_list};
 use crate::cli::Globals;
 use crate::commands::JsonArg;
 use crate::error::CliResult;
@@ -59,6 +59,8 @@ pub struct Args {
     #[arg(long = "check", value_name = "COMMAND")]
     pub checks: Vec<String>,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub output: JsonArg,
 }
 
@@ -78,6 +80,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         command: args.command,
         steps: args.steps,
         checks: args.checks,
+        limits: args.limits.changes()?.applied_to(Default::default()),
     };
     apply(globals, Edit::Add { task, at: args.at }, args.output)
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use weft_core::{Edit, TaskChanges};
 
-use super::{KindArg, apply, prompt_from};
+use super::{KindArg, LimitArgs, apply, prompt_from};
 use crate::cli::Globals;
 use crate::commands::JsonArg;
 use crate::error::CliResult;
@@ -57,6 +57,8 @@ pub struct Args {
     #[arg(long)]
     pub no_steps: bool,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub output: JsonArg,
 }
 
@@ -83,6 +85,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         command: args.command,
         steps: list(args.steps, args.no_steps),
         checks: list(args.checks, args.no_checks),
+        limits: args.limits.changes()?,
     };
     apply(
         globals,

@@ -92,6 +92,57 @@ pub fn prompt_from(text: Option<String>, file: Option<PathBuf>) -> CliResult<Opt
     }
 }
 
+/// A task's own limits, as `weft task add`, `weft task edit` and `weft rearm` take them
+/// (`""` clears one; each read by weft-core's one parser, as the workflow file's keys).
+#[derive(Debug, Default, clap::Args)]
+pub struct LimitArgs {
+    /// Wall-clock limit of each attempt, e.g. 30m; replaces the `task_timeout` setting
+    /// ("" clears it).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// No output, stream event or file change for this long ends an attempt, e.g. 5m (0:
+    /// never); replaces the `idle_timeout` setting ("" clears it).
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// Dollars the task may spend over all its attempts, e.g. 0.5 ("" clears it).
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<String>,
+    /// Tokens the task may spend over all its attempts, e.g. 200000 ("" clears it).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget_tokens: Option<String>,
+}
+
+impl LimitArgs {
+    /// The changes the flags ask for; a bad value is refused naming its flag.
+    pub fn changes(&self) -> CliResult<weft_core::limits::LimitChanges> {
+        use weft_core::limits as l;
+        let mut changes = l::LimitChanges::default();
+        for (key, flag, text) in [
+            (l::KEY_TIMEOUT, "--timeout", &self.timeout),
+            (l::KEY_IDLE_TIMEOUT, "--idle-timeout", &self.idle_timeout),
+            (l::KEY_BUDGET_USD, "--budget-usd", &self.budget_usd),
+            (l::KEY_BUDGET_TOKENS, "--budget-tokens", &self.budget_tokens),
+        ] {
+            if let Some(text) = text {
+                changes.set_text(key, text).map_err(|problem| {
+                    CliError::new(format!("{flag}: {problem}"))
+                        .hint(format!("give {flag} a value such as {}, or \"\" to clear it", example(key)))
+                })?;
+            }
+        }
+        Ok(changes)
+    }
+}
+
+fn example(key: &str) -> &'static str {
+    match key {
+        weft_core::limits::KEY_TIMEOUT => "30m",
+        weft_core::limits::KEY_IDLE_TIMEOUT => "5m",
+        weft_core::limits::KEY_BUDGET_USD => "0.5",
+        _ => "200000",
+    }
+}
+
 /// Apply one edit to the selected plan and report what happened; with `--json`, print the
 /// task the edit made or changed (or, for a removal, the task as it was).
 pub fn apply(globals: &Globals, edit: Edit, output: JsonArg) -> CliResult {
