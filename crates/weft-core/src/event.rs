@@ -473,6 +473,13 @@ pub enum EventKind {
         /// The CLI's own final total replaced the estimate.
         reported: bool,
     },
+    /// It has been silent (no output) past the `idle_after` setting: stored once per
+    /// silence, with the attempt's idle-since (cleared, without an event, when it talks
+    /// again or ends), so `weft status` in any process shows `idle for 12m`. Nothing is
+    /// stopped: that is `idle_timeout`'s.
+    AttemptIdle {
+        silent_secs: u64,
+    },
     /// It could not even start; `reason` says why.
     AttemptFailedToStart {
         reason: String,

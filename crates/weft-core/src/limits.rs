@@ -16,11 +16,19 @@ use crate::spend::Budget;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskLimits {
     /// Wall-clock limit of each attempt; replaces the `task_timeout` setting.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "text_duration")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "text_duration"
+    )]
     pub timeout: Option<Duration>,
     /// No output, stream event or file change for this long ends an attempt; replaces
     /// the `idle_timeout` setting (zero: never, for this task).
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "text_duration")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "text_duration"
+    )]
     pub idle_timeout: Option<Duration>,
     /// Dollars the task may spend over all its attempts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

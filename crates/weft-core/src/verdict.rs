@@ -75,6 +75,11 @@ pub struct Evidence {
     /// The time limit that ended it was `idle_timeout`: no output, stream event or file
     /// change for that long (`timed_out` is set too).
     pub idle_timed_out: bool,
+    /// Whose time limit applied and its value (`the task's timeout (2s)`, `the
+    /// task_timeout setting (1h)`), named in the verdict of an attempt it stopped.
+    pub timeout_limit: Option<String>,
+    /// Likewise for `idle_timeout`.
+    pub idle_limit: Option<String>,
     pub cancelled: bool,
     /// weft killed the agent after the marker's grace period: not a failure.
     pub killed_after_marker: bool,
@@ -455,21 +460,35 @@ fn agent_verdict(e: &Evidence) -> (VerdictOutcome, String, Vec<Check>) {
             "not consulted: weft stopped the process at the time limit",
         ));
         if e.idle_timed_out {
+            let whose = e
+                .idle_limit
+                .as_deref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default();
             checks.push(check(
                 CHECK_TIMEOUT,
                 false,
                 false,
-                "the attempt produced no output, stream event or file change for its idle_timeout and weft stopped it",
+                format!(
+                    "the attempt produced no output, stream event or file change for its idle_timeout{whose} and weft stopped it"
+                ),
             ));
-            return (Fail, REASON_IDLE.to_owned(), checks);
+            return (Fail, format!("{REASON_IDLE}{whose}"), checks);
         }
+        let (whose, reason) = match e.timeout_limit.as_deref() {
+            Some(limit) => (
+                format!(" ({limit})"),
+                format!("{REASON_TIMED_OUT}: {limit}"),
+            ),
+            None => (String::new(), REASON_TIMED_OUT.to_owned()),
+        };
         checks.push(check(
             CHECK_TIMEOUT,
             false,
             false,
-            "the attempt ran past its time limit and weft stopped it",
+            format!("the attempt ran past its time limit{whose} and weft stopped it"),
         ));
-        return (Fail, REASON_TIMED_OUT.to_owned(), checks);
+        return (Fail, reason, checks);
     }
 
     if e.receives_marker {
@@ -867,6 +886,21 @@ mod tests {
         consistent(&v);
         assert_eq!(v.outcome, VerdictOutcome::Fail);
         assert_eq!(v.reason, REASON_IDLE);
+        let named = decide(
+            &Evidence {
+                timed_out: true,
+                idle_timed_out: true,
+                signal: Some(9),
+                idle_limit: Some("the task's idle_timeout = 5m".into()),
+                ..agent()
+            },
+            &[],
+            NOW,
+        );
+        assert_eq!(
+            named.reason,
+            format!("{REASON_IDLE} (the task's idle_timeout = 5m)")
+        );
         assert!(
             v.checks
                 .iter()
@@ -1479,6 +1513,8 @@ mod tests {
                         timed_out: flags[0],
                         // An idle end is a timeout.
                         idle_timed_out: flags[0] && flags[1] && flags[2],
+                        timeout_limit: None,
+                        idle_limit: None,
                         cancelled: flags[1],
                         killed_after_marker: flags[2],
                         stream_error: flags[3].then(|| "oops".to_owned()),

@@ -14,8 +14,8 @@ use thiserror::Error;
 use crate::Hint;
 use crate::limits::{self, LimitValue, TaskLimits};
 use crate::model::{Task, TaskKind, order_of};
-use crate::spend::Budget;
 use crate::slug::IdDeriver;
+use crate::spend::Budget;
 use crate::validate::{ValidationErrors, Warning, validate_tasks};
 
 /// A plan as written in a workflow file.
@@ -595,12 +595,21 @@ dependencies = [1, "#2"]
         let plan = import(SAMPLE, WorkflowFormat::Toml).unwrap();
         let limits = plan.tasks[1].limits;
         assert_eq!(limits.timeout, Some(std::time::Duration::from_secs(1800)));
-        assert_eq!(limits.idle_timeout, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(
+            limits.idle_timeout,
+            Some(std::time::Duration::from_secs(300))
+        );
         assert_eq!(limits.budget_usd, Some(0.5));
         assert_eq!(limits.budget_tokens, Some(200_000));
         assert!(plan.tasks[0].limits.is_empty());
-        let text = WorkflowFile::from_plan(&plan.goal, None, &plan.tasks).to_text(WorkflowFormat::Toml);
-        for line in ["timeout = \"30m\"", "idle_timeout = \"5m\"", "budget_usd = 0.5", "budget_tokens = 200000"] {
+        let text =
+            WorkflowFile::from_plan(&plan.goal, None, &plan.tasks).to_text(WorkflowFormat::Toml);
+        for line in [
+            "timeout = \"30m\"",
+            "idle_timeout = \"5m\"",
+            "budget_usd = 0.5",
+            "budget_tokens = 200000",
+        ] {
             assert!(text.contains(line), "{line} in:\n{text}");
         }
     }
@@ -609,7 +618,13 @@ dependencies = [1, "#2"]
     fn a_plan_budget_is_read_and_written_back() {
         let text = format!("budget_usd = 2.5\nbudget_tokens = 1000\n{SAMPLE}");
         let plan = import(&text, WorkflowFormat::Toml).unwrap();
-        assert_eq!(plan.budget, Budget { usd: Some(2.5), tokens: Some(1000) });
+        assert_eq!(
+            plan.budget,
+            Budget {
+                usd: Some(2.5),
+                tokens: Some(1000)
+            }
+        );
         let file = WorkflowFile::from_plan(&plan.goal, None, &plan.tasks).with_budget(plan.budget);
         let again = import(&file.to_text(WorkflowFormat::Json), WorkflowFormat::Json).unwrap();
         assert_eq!(again.budget, plan.budget);
@@ -623,14 +638,25 @@ dependencies = [1, "#2"]
         )
         .unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("plan.toml: task #1 \"t\": `timeout` = \"soon\": "), "{text}");
+        assert!(
+            text.starts_with("plan.toml: task #1 \"t\": `timeout` = \"soon\": "),
+            "{text}"
+        );
         let err = import(
             "goal = \"g\"\n[[tasks]]\ntitle = \"t\"\nprompt = \"p\"\nbudget_tokens = -5\n",
             WorkflowFormat::Toml,
         )
         .unwrap_err();
-        assert!(err.to_string().contains("`budget_tokens` = -5: a budget must be a positive"), "{err}");
-        let err = import("goal = \"g\"\nbudget_usd = 0\ntasks = []\n", WorkflowFormat::Toml).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`budget_tokens` = -5: a budget must be a positive"),
+            "{err}"
+        );
+        let err = import(
+            "goal = \"g\"\nbudget_usd = 0\ntasks = []\n",
+            WorkflowFormat::Toml,
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "plan.toml: `budget_usd` = 0: a budget must be a positive amount of dollars"

@@ -13,7 +13,7 @@ use weft_core::{
 };
 
 /// The number of [`EventKind`] variants; [`index`] must give each its own number below it.
-const KINDS: usize = 57;
+const KINDS: usize = 58;
 
 /// An exhaustive match (no wildcard): a new variant does not compile until it is numbered
 /// here, and then [`every_kind_round_trips`] fails until [`one_of_each`] has an example.
@@ -75,7 +75,8 @@ fn index(kind: &EventKind) -> usize {
         EventKind::BudgetReached { .. } => 53,
         EventKind::SpendUpdated { .. } => 54,
         EventKind::NotifyFailed { .. } => 55,
-        EventKind::Unrecognized { .. } => 56,
+        EventKind::AttemptIdle { .. } => 56,
+        EventKind::Unrecognized { .. } => 57,
     }
 }
 
@@ -118,6 +119,10 @@ fn one_of_each() -> Vec<EventKind> {
         FieldChange::Command(Some("make".into())),
         FieldChange::Steps(vec!["look".into()]),
         FieldChange::Checks(vec!["cargo test".into()]),
+        FieldChange::Timeout(Some("30m".into())),
+        FieldChange::IdleTimeout(None),
+        FieldChange::BudgetUsd(Some(0.5)),
+        FieldChange::BudgetTokens(Some(200_000)),
     ];
     vec![
         EventKind::PlanCreated {
@@ -200,6 +205,7 @@ fn one_of_each() -> Vec<EventKind> {
             cost_usd: Some(1.02),
             tokens: 40_000,
         },
+        EventKind::AttemptIdle { silent_secs: 720 },
         EventKind::SpendUpdated {
             input_tokens: 1200,
             output_tokens: 40,

@@ -21,7 +21,7 @@ use weft_agents::{AgentEvent, StreamKind};
 use weft_core::marker::Marker;
 use weft_core::prompt::{compose, compose_repair};
 use weft_core::verdict::{CheckRun, Evidence, Judgement, judge};
-use weft_core::{Plan, TaskKind, Verdict};
+use weft_core::{Plan, Task, TaskKind, Verdict};
 
 use crate::engine::now;
 use crate::error::EngineError;
@@ -226,6 +226,57 @@ pub(crate) fn supervise_options(
     }
 }
 
+/// An attempt's time limits: the task's own `timeout`/`idle_timeout` over the settings,
+/// each with whose it is (named in the verdict of an attempt it stopped).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TimeLimits {
+    pub timeout: Duration,
+    pub timeout_whose: String,
+    /// Zero: off.
+    pub idle_timeout: Duration,
+    pub idle_whose: String,
+}
+
+/// The task's time limits. A task's `idle_timeout` must be longer than the `idle_after`
+/// setting, as the setting must (zero, off, is always fine): one that is not is refused
+/// here, before anything is prepared, and the attempt fails to start with the reason (a
+/// silent clamp would stop agents sooner or later than the task says).
+pub(crate) fn time_limits(limits: &crate::Limits, task: &Task) -> Result<TimeLimits, String> {
+    let text = weft_core::limits::format_duration;
+    let (timeout, timeout_whose) = match task.limits.timeout {
+        Some(t) => (t, format!("the task's timeout = {}", text(t))),
+        None => (
+            limits.task_timeout,
+            format!("the task_timeout setting = {}", text(limits.task_timeout)),
+        ),
+    };
+    let (idle_timeout, idle_whose) = match task.limits.idle_timeout {
+        Some(t) => {
+            if !t.is_zero() && !limits.idle_after.is_zero() && t <= limits.idle_after {
+                return Err(format!(
+                    "task #{} {:?}: its idle_timeout ({}) must be longer than the idle_after setting ({}); raise it, set it to \"0\" to turn it off for this task, or clear it (`weft task edit {} --idle-timeout \"\"`)",
+                    task.order,
+                    task.id,
+                    text(t),
+                    text(limits.idle_after),
+                    task.order
+                ));
+            }
+            (t, format!("the task's idle_timeout = {}", text(t)))
+        }
+        None => (
+            limits.idle_timeout,
+            format!("the idle_timeout setting = {}", text(limits.idle_timeout)),
+        ),
+    };
+    Ok(TimeLimits {
+        timeout,
+        timeout_whose,
+        idle_timeout,
+        idle_whose,
+    })
+}
+
 /// A started attempt: its process ids and how to cancel it.
 pub(crate) struct Started {
     pub pid: u32,
@@ -249,6 +300,8 @@ pub(crate) struct CheckPlan {
     /// The attempt's git variables (its private object folder), for its checks too.
     pub git_env: Vec<(String, String)>,
     pub transcript: Option<TranscriptPlan>,
+    /// Whose time limits stopped it, if one did (`None`: unnamed).
+    pub limits: Option<TimeLimits>,
 }
 
 /// Start the attempt's process, then hand waiting, judging and checks to its own thread.
@@ -404,6 +457,8 @@ fn evidence(outcome: &Outcome, transcript: Option<&Found>, plan: &CheckPlan) -> 
         signal: outcome.signal,
         timed_out: outcome.timed_out,
         idle_timed_out: outcome.idle_timed_out,
+        timeout_limit: plan.limits.as_ref().map(|l| l.timeout_whose.clone()),
+        idle_limit: plan.limits.as_ref().map(|l| l.idle_whose.clone()),
         cancelled: outcome.cancelled,
         killed_after_marker: outcome.killed_after_marker,
         stream_error: outcome.stream_error.clone(),

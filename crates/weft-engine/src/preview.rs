@@ -26,7 +26,25 @@ pub struct Preview {
     pub prompt: String,
     /// Whether the attempt will be confined, and the paths it may then write.
     pub confinement: crate::contain::ConfinementPreview,
+    /// Its time limits and budget, and whose each is.
+    pub limits: PreviewLimits,
 }
+
+/// An attempt's limits as the engine will apply them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PreviewLimits {
+    /// `the task's timeout = 2s` or `the task_timeout setting = 1h`.
+    pub timeout: String,
+    pub idle_timeout: String,
+    /// The task's own budget (`$0.50, 200000 tokens`), over every attempt.
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    /// Why the attempt would not start (an `idle_timeout` not longer than `idle_after`).
+    pub problem: Option<String>,
+}
+
+// Budgets are checked finite wherever they are set.
+impl Eq for PreviewLimits {}
 
 /// Preview task `reference` with placeholder marker and session ids (a real attempt gets
 /// fresh ones).
@@ -90,7 +108,20 @@ pub fn preview(
     } else {
         "env (WEFT_PROMPT)"
     };
+    let task = &plan.tasks[index];
+    let (timeout, idle_timeout, problem) = match crate::attempt::time_limits(&config.limits, task) {
+        Ok(l) => (l.timeout_whose, l.idle_whose, None),
+        Err(problem) => (String::new(), String::new(), Some(problem)),
+    };
+    let limits = PreviewLimits {
+        timeout,
+        idle_timeout,
+        budget_usd: task.limits.budget_usd,
+        budget_tokens: task.limits.budget_tokens,
+        problem,
+    };
     Ok(Preview {
+        limits,
         task: plan.tasks[index].id.clone(),
         runner: launch.runner.clone(),
         program: spec.program.clone(),

@@ -37,16 +37,16 @@ impl Store {
         let (usd, tokens) = row.unwrap_or_default();
         Ok(Budget {
             usd: usd.filter(|u| u.is_finite() && *u > 0.0),
-            tokens: tokens.and_then(|t| u64::try_from(t).ok()).filter(|t| *t > 0),
+            tokens: tokens
+                .and_then(|t| u64::try_from(t).ok())
+                .filter(|t| *t > 0),
         })
     }
 
     /// Store a plan's own budget (an unset one removes it).
     pub fn set_plan_budget(&mut self, plan_id: &str, budget: &Budget) -> Result<(), StoreError> {
         let sql = self.mapper();
-        let tokens = budget
-            .tokens
-            .map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        let tokens = budget.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
         self.write(|tx| {
             if budget.is_set() {
                 tx.execute(

@@ -89,7 +89,9 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
             task.limits.timeout.map(millis),
             task.limits.idle_timeout.map(millis),
             task.limits.budget_usd,
-            task.limits.budget_tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+            task.limits
+                .budget_tokens
+                .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
         ])?;
     }
     let mut insert_dependency = conn.prepare_cached(

@@ -147,7 +147,8 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
                log_path = excluded.log_path, input_tokens = excluded.input_tokens,
                output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd,
                denials = excluded.denials, final_text = excluded.final_text,
-               cut_from = excluded.cut_from, landing = excluded.landing"
+               cut_from = excluded.cut_from, landing = excluded.landing,
+               idle_since = CASE WHEN excluded.ended_at IS NULL THEN idle_since END"
         ),
         params![
             attempt.id,

@@ -285,7 +285,8 @@ impl Lines {
             | EventKind::ApprovalAnswered { .. }
             | EventKind::ApprovalSettled { .. }
             | EventKind::Unrecognized { .. }
-            | EventKind::SpendUpdated { .. } => return None,
+            | EventKind::SpendUpdated { .. }
+            | EventKind::AttemptIdle { .. } => return None,
         })
     }
 }

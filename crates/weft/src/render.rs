@@ -30,6 +30,50 @@ pub struct TaskUsage {
     pub denials: Vec<weft_core::Denial>,
     /// How its latest attempt landed (isolated runs).
     pub landing: Option<weft_core::Landing>,
+    /// Its running attempt has had no output for this long, past `idle_after` (`weft
+    /// status` fills it in from the store while an engine runs the plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_secs: Option<u64>,
+    /// Its spend against its own budget, when it has one (`weft status`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<TaskBudgetJson>,
+}
+
+/// A task's spend (every attempt) against its own `budget_usd`/`budget_tokens`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TaskBudgetJson {
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    /// The limit its spend went over (`budget_usd = $0.50`), if it did.
+    pub exceeded: Option<String>,
+    /// For people: `$0.12 of $0.50, 3400 tokens`.
+    pub text: String,
+}
+
+impl TaskUsage {
+    /// The spend of its attempts, as the engine counts it against a budget.
+    pub fn spend(&self) -> weft_core::spend::Spend {
+        let mut spend = weft_core::spend::Spend::stored(
+            self.input_tokens,
+            self.output_tokens,
+            self.cost_usd.or(self.cost_unknown.then_some(0.0)),
+        );
+        if self.cost_unknown {
+            spend.unpriced = Some("a model without a price".into());
+        }
+        spend
+    }
+
+    /// With its spend against `budget` (a task's own).
+    pub fn set_budget(&mut self, budget: &weft_core::spend::Budget) {
+        let spend = self.spend();
+        self.budget = Some(TaskBudgetJson {
+            budget_usd: budget.usd,
+            budget_tokens: budget.tokens,
+            exceeded: budget.exceeded(&spend).map(|l| l.to_string()),
+            text: budget.against(&spend),
+        });
+    }
 }
 
 /// Per-task usage from the plan's attempts.
@@ -166,7 +210,19 @@ impl std::hash::Hasher for Fnv {
 type BuildFnv = std::hash::BuildHasherDefault<Fnv>;
 
 /// The status column of a plan map row: the status and what qualifies it.
-fn status_label(task: &Task, usage: &HashMap<String, TaskUsage>) -> (&'static str, &'static str) {
+fn status_label(
+    task: &Task,
+    usage: &HashMap<String, TaskUsage>,
+) -> (&'static str, Cow<'static, str>) {
+    let idle = (task.status == TaskStatus::InProgress)
+        .then(|| usage.get(&task.id).and_then(|u| u.idle_secs))
+        .flatten();
+    if let Some(secs) = idle {
+        return (
+            task.status.as_str(),
+            Cow::Owned(format!(" (idle for {})", idle_for(secs))),
+        );
+    }
     let note = if task.hold {
         " (held)"
     } else if task.status == TaskStatus::Completed
@@ -179,7 +235,13 @@ fn status_label(task: &Task, usage: &HashMap<String, TaskUsage>) -> (&'static st
     } else {
         ""
     };
-    (task.status.as_str(), note)
+    (task.status.as_str(), Cow::Borrowed(note))
+}
+
+/// `12m`, `1h 5m`: how long an attempt has been idle, to the minute past one minute.
+pub fn idle_for(secs: u64) -> String {
+    let rounded = if secs >= 60 { secs - secs % 60 } else { secs };
+    humantime::format_duration(Duration::from_secs(rounded)).to_string()
 }
 
 /// What the runner column shows for a task.
@@ -291,7 +353,7 @@ pub fn plan_map_styled(
         }
         let (status, note) = status_label(task, usage);
         line.push_str(status);
-        line.push_str(note);
+        line.push_str(&note);
         pad(&mut line, status_width - status.len() - note.len());
         if styled {
             let _ = write!(line, "{}", style.render_reset());
@@ -362,6 +424,18 @@ pub fn plan_map_styled(
                     (Some(c), false) => format!(", ${c:.4}"),
                     (None, false) => String::new(),
                 }
+            ));
+        }
+        if let Some(budget) = &used.budget {
+            notes.push(format!(
+                "  #{} spent {} (task budget{})",
+                task.order,
+                budget.text,
+                budget
+                    .exceeded
+                    .as_ref()
+                    .map(|l| format!(": over its {l}"))
+                    .unwrap_or_default()
             ));
         }
         if !used.denials.is_empty() {
@@ -567,6 +641,9 @@ struct TaskJson<'a> {
     effort: Option<&'a str>,
     mode: Option<&'a str>,
     checks: &'a [String],
+    /// Its own `timeout`, `idle_timeout`, `budget_usd`, `budget_tokens` (unset: absent).
+    #[serde(skip_serializing_if = "weft_core::TaskLimits::is_empty")]
+    limits: &'a weft_core::TaskLimits,
     verdict: Option<&'a weft_core::Verdict>,
     #[serde(flatten)]
     usage: Option<&'a TaskUsage>,
@@ -645,6 +722,7 @@ pub fn plan_json<'a>(
             effort: task.effort.as_deref(),
             mode: task.mode.as_deref(),
             checks: &task.checks,
+            limits: &task.limits,
             verdict: task.verdict.as_ref(),
             usage: usage.get(&task.id),
         })
@@ -828,6 +906,10 @@ pub fn describe_event(kind: &weft_core::EventKind) -> String {
         E::HandoffMerged => "handed off: merged".into(),
         E::HandoffDiscarded { kept } => format!("handed off: discarded (tip kept as {kept})"),
         E::Notice { text } => format!("note: {text}"),
+        E::AttemptIdle { silent_secs } => format!(
+            "idle: no output for {}",
+            humantime::format_duration(Duration::from_secs(*silent_secs))
+        ),
         E::BudgetReached { limit, spent, .. } => {
             format!("budget reached: spent {spent} ({limit}); no new task starts")
         }

@@ -58,6 +58,7 @@ impl RunLoop<'_> {
 
     fn launch(&mut self, index: usize) -> Result<Live, String> {
         let task = self.view.plan().tasks[index].clone();
+        let limits = attempt::time_limits(&self.config.limits, &task)?;
         let ids = Ids {
             attempt: uuid::Uuid::new_v4().simple().to_string(),
             session: uuid::Uuid::new_v4().hyphenated().to_string(),
@@ -103,9 +104,14 @@ impl RunLoop<'_> {
         let mut record = self.record(&task.id, &ids, &launch, &folder, &log_path);
         let mut checks = self.check_plan(index, &ids, &launch, &folder.path);
         checks.git_env = git_env;
+        // The task's timeout bounds its checks too, as the setting does.
+        checks.timeout = limits.timeout;
         let checks_id = format!("{}-checks", ids.attempt);
         checks.contain = crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
         let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
+        options.timeout = limits.timeout;
+        options.idle_timeout = limits.idle_timeout;
+        checks.limits = Some(limits);
         options.watch_dir = Some(folder.path.clone());
         options.contain = crate::contain::containment(
             self.config,
@@ -160,6 +166,7 @@ impl RunLoop<'_> {
             ),
             spend_stored: (Instant::now(), weft_core::spend::Spend::default()),
             over_budget: None,
+            idle_since: None,
             task_spent_before: self.task_spent(&task.id)?,
             task,
         })
@@ -254,6 +261,7 @@ impl RunLoop<'_> {
                 }),
                 _ => None,
             },
+            limits: None,
         }
     }
 

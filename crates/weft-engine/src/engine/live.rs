@@ -10,7 +10,9 @@
 //! costs no store write per message and a short attempt none at all (its
 //! `attempt_finished` carries the figures). The plan's budget is checked where the
 //! loop decides what starts ([`RunLoop::plan_budget_reached`]): reached, nothing new
-//! starts, running attempts finish, and one `budget_reached` event says why.
+//! starts, running attempts finish, and one `budget_reached` event says why. The plan's
+//! budget is its workflow file's own when it has one, else the settings'. An attempt
+//! silent past `idle_after` is stored as idle once per silence ([`RunLoop::idleness`]).
 
 use std::time::{Duration, Instant};
 
@@ -67,11 +69,14 @@ pub(crate) struct Live {
     pub over_budget: Option<String>,
     /// What the task's earlier attempts spent: the task's budget covers every attempt.
     pub task_spent_before: Spend,
+    /// Since when it has been silent past `idle_after` (stored with an `attempt_idle`
+    /// event), until it talks again.
+    pub idle_since: Option<weft_core::Timestamp>,
 }
 
 /// The task's own budget (`budget_usd`, `budget_tokens`).
-pub(crate) fn task_budget(_task: &Task) -> Budget {
-    Budget::default()
+pub(crate) fn task_budget(task: &Task) -> Budget {
+    task.limits.budget()
 }
 
 /// `verdict` failed because the attempt was stopped over its budget.
@@ -126,6 +131,7 @@ impl RunLoop<'_> {
                 *cost_usd,
             );
         }
+        self.idleness(attempt, &event)?;
         let Some(running) = self.live.get_mut(attempt) else {
             return Ok(());
         };
@@ -177,6 +183,35 @@ impl RunLoop<'_> {
         if let Some(progress) = shown {
             self.show(progress);
         }
+        Ok(())
+    }
+
+    /// Store an attempt's idleness once per transition: its first `Idle` report marks it
+    /// idle since its last output (with an `attempt_idle` event); its next output clears
+    /// the mark (no event). Its end clears it with its row (see weft-store).
+    fn idleness(&mut self, attempt: &str, event: &SupervisorEvent) -> Result<(), EngineError> {
+        let Some(running) = self.live.get_mut(attempt) else {
+            return Ok(());
+        };
+        let (since, event) = match event {
+            SupervisorEvent::Idle { silent_for } if running.idle_since.is_none() => {
+                let silent_ms = i64::try_from(silent_for.as_millis()).unwrap_or(i64::MAX);
+                let since = now().saturating_sub(silent_ms);
+                let event = EventKind::AttemptIdle {
+                    silent_secs: silent_for.as_secs(),
+                };
+                (Some(since), Some(event))
+            }
+            SupervisorEvent::Line { .. } | SupervisorEvent::Agent(_)
+                if running.idle_since.is_some() =>
+            {
+                (None, None)
+            }
+            _ => return Ok(()),
+        };
+        running.idle_since = since;
+        self.store
+            .set_attempt_idle(&running.attempt, since, event, now())?;
         Ok(())
     }
 
@@ -239,7 +274,7 @@ impl RunLoop<'_> {
     /// ones) has reached the plan's budget. The first time it has in this run, a
     /// `budget_reached` event says so; nothing new starts from then on.
     pub(super) fn plan_budget_reached(&mut self) -> Result<bool, EngineError> {
-        let budget = self.config.spending.plan;
+        let budget = self.plan_budget;
         if !budget.is_set() {
             return Ok(false);
         }

@@ -71,6 +71,9 @@ pub(crate) struct RunLoop<'a> {
     announced_waiting: BTreeSet<String>,
     /// What the plan's ended attempts spent (every run, retries included).
     pub(super) spent_before: weft_core::spend::Spend,
+    /// The plan's budget: its own (from its workflow file) when it has one, else the
+    /// settings'.
+    pub(super) plan_budget: weft_core::spend::Budget,
     /// The plan's budget was reached and `budget_reached` stored, in this run.
     pub(super) budget_announced: bool,
     /// The run's verification of its integration tip (`verify`).
@@ -181,6 +184,7 @@ impl<'a> RunLoop<'a> {
             repairs: BTreeMap::new(),
             announced_waiting: BTreeSet::new(),
             spent_before: weft_core::spend::Spend::default(),
+            plan_budget: config.spending.plan,
             budget_announced: false,
             verify: super::verify::VerifyState::default(),
         };
@@ -188,6 +192,10 @@ impl<'a> RunLoop<'a> {
         run.view.hold_for_verification(held, run.verify.gated);
         run.resume()?;
         run.spent_before = super::live::stored_spend(&run.store.attempts_of_plan(&config.plan_id)?);
+        let own = run.store.plan_budget(&config.plan_id)?;
+        if own.is_set() {
+            run.plan_budget = own;
+        }
         Ok(run)
     }
 

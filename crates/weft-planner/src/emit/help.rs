@@ -6,7 +6,7 @@ use super::ops::CHANGE_FIELDS;
 
 /// The fields of `weft_core::workflow::TaskSpec`, in declaration order (checked against the
 /// generated JSON Schema by a test).
-pub const TASK_FIELDS: [&str; 13] = [
+pub const TASK_FIELDS: [&str; 17] = [
     "id",
     "title",
     "description",
@@ -20,6 +20,10 @@ pub const TASK_FIELDS: [&str; 13] = [
     "command",
     "steps",
     "checks",
+    "timeout",
+    "idle_timeout",
+    "budget_usd",
+    "budget_tokens",
 ];
 
 /// How to emit a plan: `{"tasks": [...]}` and every task field.
@@ -38,6 +42,7 @@ Tasks run in the order listed; each is one focused unit of work for one agent se
 - "command": the shell command of an "ops" task (ops tasks only).
 - "steps": the checklist of a "manual" task (manual tasks only).
 - "checks": shell commands that must all exit 0 after the task for it to pass, e.g. ["cargo test"].
+- "timeout", "idle_timeout" (durations such as "30m"), "budget_usd", "budget_tokens" (positive numbers): the task's own limits; omit them unless the user asked for limits.
 Example: {"tasks": [{"id": "limiter", "title": "Add a token-bucket limiter", "prompt": "Add a token-bucket rate limiter in src/limit.rs with unit tests.", "checks": ["cargo test"]}, {"title": "Wire the limiter into the server", "prompt": "Apply the limiter from src/limit.rs to every request handler.", "dependencies": ["limiter"]}]}"#
         .to_owned()
 }

@@ -35,6 +35,35 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     );
     let _ = writeln!(text, "cwd:     {}", preview.cwd);
     let _ = writeln!(text, "prompt:  via {}", preview.prompt_via);
+    let limits = &preview.limits;
+    match &limits.problem {
+        Some(problem) => {
+            let _ = writeln!(text, "limits:  it would not start: {problem}");
+        }
+        None => {
+            let _ = writeln!(text, "limits:  {}; {}", limits.timeout, limits.idle_timeout);
+        }
+    }
+    let budget = weft_core::spend::Budget {
+        usd: limits.budget_usd,
+        tokens: limits.budget_tokens,
+    };
+    if budget.is_set() {
+        let _ = writeln!(
+            text,
+            "budget:  {} over all its attempts",
+            [
+                budget
+                    .usd
+                    .map(|u| format!("budget_usd = {}", weft_core::spend::usd(u))),
+                budget.tokens.map(|t| format!("budget_tokens = {t}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+        );
+    }
     match preview.confinement.mode.as_str() {
         "landlock" => {
             let _ = writeln!(text, "confine: landlock; it may write only:");

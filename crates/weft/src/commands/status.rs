@@ -50,12 +50,20 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         }
     }
     let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
-    let usage = usage_by_task(&attempts);
+    let mut usage = usage_by_task(&attempts);
+    limits_usage(&store, &plan, engine_alive, &mut usage)?;
+    let plan_budget = {
+        let own = store.plan_budget(&plan_id)?;
+        if own.is_set() {
+            own
+        } else {
+            ctx.settings.spend.budget
+        }
+    };
     let verification = verification(&store, &plan_id, engine_alive)?;
     if args.json {
         let status = StatusWithKept {
-            status: plan_json(&plan, default_runner, &usage)
-                .budget(&usage, &ctx.settings.spend.budget),
+            status: plan_json(&plan, default_runner, &usage).budget(&usage, &plan_budget),
             kept_worktrees: &kept,
             verification: verification.as_ref(),
         };
@@ -90,7 +98,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     } else {
         print_plan_map(&plan, default_runner, &usage)?;
         let mut text = String::new();
-        let spend = crate::render::spend_json(&usage, &ctx.settings.spend.budget);
+        let spend = crate::render::spend_json(&usage, &plan_budget);
         if spend.budget_usd.is_some() || spend.budget_tokens.is_some() {
             text.push_str(&format!("\nspent {} (plan budget)", spend.text));
             if let Some(limit) = &spend.reached {
@@ -133,6 +141,32 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             stdout(&text)
         }
     }
+}
+
+/// What the task limits add to each task's usage: its spend against its own budget, and
+/// how long its running attempt has been idle (only while an engine runs the plan: a dead
+/// engine's attempts read interrupted).
+fn limits_usage(
+    store: &Store,
+    plan: &Plan,
+    engine_alive: bool,
+    usage: &mut HashMap<String, TaskUsage>,
+) -> CliResult {
+    for task in plan.tasks.iter().filter(|t| t.limits.budget().is_set()) {
+        usage
+            .entry(task.id.clone())
+            .or_default()
+            .set_budget(&task.limits.budget());
+    }
+    if engine_alive {
+        let now = crate::context::now();
+        for idle in store.idle_attempts(&plan.id)? {
+            if let Some(used) = usage.get_mut(&idle.task) {
+                used.idle_secs = Some(u64::try_from(now - idle.since).unwrap_or(0) / 1000);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `weft status --json`: the plan, and the worktrees weft keeps (issue 12: every worktree
@@ -333,6 +367,16 @@ mod tests {
                                 detail: "both modified".into(),
                             }),
                         },
+                        idle_secs: (index % 6 == 1).then_some(725 + index as u64),
+                        budget: (index % 7 == 3).then(|| crate::render::TaskBudgetJson {
+                            budget_usd: Some(0.5),
+                            budget_tokens: (index % 2 == 0).then_some(200_000),
+                            exceeded: (index % 14 == 3).then(|| "budget_usd = $0.50".into()),
+                            text: format!(
+                                "${:.2} of $0.50, \"{index}\" tokens",
+                                0.01 * index as f64
+                            ),
+                        }),
                     },
                 );
             }

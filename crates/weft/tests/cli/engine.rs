@@ -447,7 +447,10 @@ fn a_hung_agent_is_killed_at_its_timeout() {
     assert!(run.stdout.contains("timed out"), "{}", run.stdout);
     let status = weft.status_json();
     assert_eq!(status["plan"]["tasks"][0]["status"], "failed");
-    assert_eq!(status["plan"]["tasks"][0]["verdict"]["reason"], "timed out");
+    assert_eq!(
+        status["plan"]["tasks"][0]["verdict"]["reason"],
+        "timed out: the task_timeout setting = 1s"
+    );
 }
 
 #[test]
@@ -1149,7 +1152,7 @@ fn a_hung_agent_is_ended_by_idle_timeout_with_a_verdict_that_says_so() {
     assert_eq!(task["status"], "failed", "{task}");
     assert_eq!(
         task["verdict"]["reason"],
-        "idle: no output, stream event or file change for its idle_timeout",
+        "idle: no output, stream event or file change for its idle_timeout (the idle_timeout setting = 2s)",
         "{task}"
     );
 }

@@ -18,6 +18,7 @@ mod help;
 mod isolation;
 mod json;
 mod layering;
+mod limits;
 mod links;
 mod masking;
 mod notify;

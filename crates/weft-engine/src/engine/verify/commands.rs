@@ -81,6 +81,7 @@ pub(super) fn check_plan(
         contain,
         git_env: Vec::new(),
         transcript: None,
+        limits: None,
     }))
 }
 

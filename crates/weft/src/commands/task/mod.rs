@@ -105,10 +105,10 @@ pub struct LimitArgs {
     #[arg(long, value_name = "DURATION")]
     pub idle_timeout: Option<String>,
     /// Dollars the task may spend over all its attempts, e.g. 0.5 ("" clears it).
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_hyphen_values = true)]
     pub budget_usd: Option<String>,
     /// Tokens the task may spend over all its attempts, e.g. 200000 ("" clears it).
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", allow_hyphen_values = true)]
     pub budget_tokens: Option<String>,
 }
 
@@ -125,8 +125,10 @@ impl LimitArgs {
         ] {
             if let Some(text) = text {
                 changes.set_text(key, text).map_err(|problem| {
-                    CliError::new(format!("{flag}: {problem}"))
-                        .hint(format!("give {flag} a value such as {}, or \"\" to clear it", example(key)))
+                    CliError::new(format!("{flag}: {problem}")).hint(format!(
+                        "give {flag} a value such as {}, or \"\" to clear it",
+                        example(key)
+                    ))
                 })?;
             }
         }
