@@ -227,6 +227,13 @@
         put(box, h("p.muted", `tokens ${Weft.fmt.tokens(t.input_tokens)} in, ${Weft.fmt.tokens(t.output_tokens)} out · ${cost}`));
       }
       if (t.landing) put(box, h("p.muted", "landing: " + t.landing.status + (t.landing.merge ? " " + t.landing.merge.slice(0, 12) : "")));
+      // The task's own limits (unset: the settings apply), its spend against its budget, and an idle attempt.
+      const l = t.limits || {};
+      const limits = [["timeout", l.timeout], ["idle_timeout", l.idle_timeout], ["budget_usd", l.budget_usd != null ? Weft.fmt.cost(l.budget_usd) : null], ["budget_tokens", l.budget_tokens]]
+        .filter(([, v]) => v != null).map(([k, v]) => `${k} ${v}`);
+      if (limits.length) put(box, h("p.muted", "limits: " + limits.join(" · ")));
+      if (t.budget) put(box, h("p.muted", "task budget: spent " + t.budget.text + (t.budget.exceeded ? " (over its " + t.budget.exceeded + ")" : "")));
+      if (t.idle_secs != null) put(box, h("p.muted", `idle for ${Math.floor(t.idle_secs / 60)}m ${t.idle_secs % 60}s`));
     }
 
     renderAttempts() {

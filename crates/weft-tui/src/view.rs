@@ -386,6 +386,9 @@ fn task_pane(state: &State, theme: Theme, frame: &mut Frame, area: Rect) {
         fields.push_str(" · held");
     }
     lines.push(Line::raw(fields));
+    if let Some(limits) = limits_line(&task.limits) {
+        lines.push(Line::raw(limits));
+    }
     if let Some(verdict) = &task.verdict {
         lines.push(Line::raw(format!(
             "verdict {}: {}",
@@ -630,4 +633,24 @@ fn clip(text: &str, max: usize) -> String {
 fn safe(text: &str) -> String {
     weft_core::terminal::sanitize_str(text, weft_core::terminal::Keep::Nothing)
         .replace('\t', "    ")
+}
+
+/// A task's own limits in one line (`limits timeout 30m · budget_usd $0.50`), when it has
+/// any; unset ones follow the settings.
+fn limits_line(limits: &weft_core::TaskLimits) -> Option<String> {
+    let text = weft_core::limits::format_duration;
+    let parts: Vec<String> = [
+        limits.timeout.map(|t| format!("timeout {}", text(t))),
+        limits
+            .idle_timeout
+            .map(|t| format!("idle_timeout {}", text(t))),
+        limits
+            .budget_usd
+            .map(|u| format!("budget_usd {}", weft_core::spend::usd(u))),
+        limits.budget_tokens.map(|t| format!("budget_tokens {t}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| format!("limits {}", parts.join(" · ")))
 }
