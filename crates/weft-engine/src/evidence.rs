@@ -20,7 +20,7 @@
 //! - **Cost.** A landing's note is one git process, `git notes add` (`weft_git`'s `notes`
 //!   module says why not plumbing): the merge's tree and trailers come from the
 //!   repository handle that wrote the merge (`Repo::commit_objects` answers from the
-//!   commits it wrote; elsewhere, as in [`repair`], one `cat-file --batch` reads them).
+//!   commits it wrote; elsewhere, as in `repair`, one `cat-file --batch` reads them).
 //!   `cargo bench -p weft-git --bench notes` prints both figures.
 //! - **Bounds.** A range walked is at most [`MAX_LANDINGS`] commits.
 //! - **Handoff.** The notes are keyed by commit: after `weft handoff merge` the landings are
