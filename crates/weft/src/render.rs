@@ -680,6 +680,10 @@ impl TaskJson<'_> {
         json_opt_str(out, self.mode);
         out.extend_from_slice(b",\"checks\":");
         json_strs(out, self.checks);
+        if !self.limits.is_empty() {
+            out.extend_from_slice(b",\"limits\":");
+            serde_json::to_writer(&mut *out, self.limits)?;
+        }
         out.extend_from_slice(b",\"verdict\":");
         serde_json::to_writer(&mut *out, &self.verdict)?;
         if let Some(usage) = self.usage {

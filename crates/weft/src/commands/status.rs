@@ -307,6 +307,14 @@ mod tests {
             let mut task = Task::new(&id, titles[index % titles.len()]);
             task.status = *status;
             task.hold = index % 4 == 1;
+            if index % 5 == 2 {
+                task.limits = weft_core::TaskLimits {
+                    timeout: Some(Duration::from_secs(1800)),
+                    idle_timeout: (index % 2 == 0).then_some(Duration::from_secs(300)),
+                    budget_usd: Some(0.5),
+                    budget_tokens: (index % 3 == 0).then_some(200_000),
+                };
+            }
             task.kind = [TaskKind::Ai, TaskKind::Manual, TaskKind::Ops][index % 3];
             if index % 2 == 0 {
                 task.runner = Some("codex".into());

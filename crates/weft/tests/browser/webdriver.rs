@@ -222,7 +222,8 @@ impl Browser {
         })
     }
 
-    /// Poll `probe` until it gives a value or `timeout` passes.
+    /// Poll `probe` until it gives a value or `timeout` passes (a stale element reference
+    /// counts as no value yet).
     pub fn wait<T>(
         &self,
         what: &str,
@@ -231,8 +232,13 @@ impl Browser {
     ) -> WdResult<T> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(value) = probe()? {
-                return Ok(value);
+            match probe() {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => {}
+                // The dashboard re-renders what an event changed, so an element the probe
+                // found can be replaced before it reads it: that is "not yet", not a failure.
+                Err(e) if e.0.contains("stale element reference") => {}
+                Err(e) => return Err(e),
             }
             if Instant::now() > deadline {
                 return Err(WdError(format!("waited {timeout:?} for {what}")));
