@@ -80,6 +80,10 @@ pub struct Emitter<W: Write> {
     cwd: String,
     started: Instant,
     usage: Usage,
+    /// What `spend` directives added to `usage`: messages of their own, so the fake's
+    /// other messages report only the turn's own figures, as a real CLI's messages each
+    /// report their own API call.
+    spent_input: u64,
     message_id: Option<String>,
     turns: u32,
     items: u32,
@@ -144,6 +148,7 @@ impl<W: Write> Emitter<W> {
             cwd: cwd.to_owned(),
             started: Instant::now(),
             usage: Usage::default(),
+            spent_input: 0,
             message_id: None,
             turns: 0,
             items: 0,
@@ -257,6 +262,7 @@ impl<W: Write> Emitter<W> {
             self.usage.input += input;
             self.usage.output += output;
             self.usage.cost += cost;
+            self.spent_input += input;
         }
         if self.text_mode() {
             return Ok(());
@@ -533,7 +539,7 @@ impl<W: Write> Emitter<W> {
                 "stop_reason": null,
                 "stop_sequence": null,
                 "usage": {
-                    "input_tokens": self.usage.input,
+                    "input_tokens": self.usage.input.saturating_sub(self.spent_input),
                     "cache_creation_input_tokens": 0,
                     "cache_read_input_tokens": 0,
                     "output_tokens": 1,

@@ -101,12 +101,12 @@ fn a_tasks_budget_covers_every_attempt_so_a_retry_starts_over_it_and_stops() {
         &weft,
         &[(
             "twice",
-            "budget_tokens = 30000",
+            "budget_tokens = 15000",
             "@fake spend 10000 0 0\n@fake marker\n",
         )],
     );
-    // The first attempt spends about 20000 of 30000 tokens (the fake's own turn counts
-    // too) and passes.
+    // The first attempt spends about 10000 of 15000 tokens (its message, and the fake's
+    // own turn) and passes.
     weft.ok(&["run"]);
     weft.ok(&["uncomplete", "twice"]);
     // The second adds as much again: over the task's budget, across attempts.
@@ -118,7 +118,7 @@ fn a_tasks_budget_covers_every_attempt_so_a_retry_starts_over_it_and_stops() {
         twice["verdict"]["reason"]
             .as_str()
             .unwrap()
-            .contains("budget_tokens = 30000"),
+            .contains("budget_tokens = 15000"),
         "{twice}"
     );
 }
