@@ -492,6 +492,43 @@ fn update_sets_and_clears_fields() {
 }
 
 #[test]
+fn update_sets_and_clears_a_tasks_limits_and_refuses_a_bad_one_naming_it() {
+    let mut plan = base_plan();
+    plan.tasks[1].limits.budget_tokens = Some(5000);
+    let (next, lines) = apply(
+        &plan,
+        json!([{"op": "update", "task": "#2", "changes": {
+            "timeout": "30m", "idle_timeout": "5m", "budget_usd": 0.5, "budget_tokens": null
+        }}]),
+    )
+    .unwrap();
+    let limits = &next.tasks[1].limits;
+    assert_eq!(limits.timeout, Some(std::time::Duration::from_secs(1800)));
+    assert_eq!(
+        limits.idle_timeout,
+        Some(std::time::Duration::from_secs(300))
+    );
+    assert_eq!(limits.budget_usd, Some(0.5));
+    assert_eq!(limits.budget_tokens, None, "null clears it");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    for (changes, named) in [
+        (json!({"budget_usd": -1}), "budget_usd"),
+        (json!({"timeout": "soon"}), "timeout"),
+        (json!({"budget_tokens": [1]}), "budget_tokens"),
+    ] {
+        let problems = parse_task_ops(
+            &json!({"taskOps": [{"op": "update", "task": "#2", "changes": changes}]}),
+        )
+        .unwrap_err()
+        .problems;
+        assert!(
+            problems.len() == 1 && problems[0].contains(named),
+            "{named}: {problems:?}"
+        );
+    }
+}
+
+#[test]
 fn set_dependencies_and_every_kind_of_reference() {
     let plan = base_plan();
     let (next, _) = apply(

@@ -60,7 +60,7 @@ pub fn task_ops_help() -> String {
 The ops apply in order, all or nothing. REF names a task as the plan stands before this batch: its id, "#N" or N (its order number), or its exact title; a task added earlier in the same batch is named by its id.
 - {{"op": "add", "task": {{<task fields as in a plan>}}, "after": REF}}: add a task after REF; without "after" it goes last; "after": 0 puts it first.
 - {{"op": "remove", "task": REF}}: remove a task; tasks that depended on it lose that dependency.
-- {{"op": "update", "task": REF, "changes": {{...}}}}: change any of {fields}; an empty string or null clears an optional text field.
+- {{"op": "update", "task": REF, "changes": {{...}}}}: change any of {fields}; an empty string or null clears an optional text field or a limit.
 - {{"op": "set_dependencies", "task": REF, "dependencies": [REF, ...]}}: replace a task's dependencies (earlier tasks only).
 Completed and running tasks are the record of what ran: they cannot be updated, re-wired or removed, and a task they depend on cannot be removed."##
     )

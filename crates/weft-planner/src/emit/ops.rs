@@ -18,7 +18,7 @@ use super::PlanProblems;
 use super::plan::json_type;
 
 /// The fields an `update` op may change (every `TaskChanges` field).
-pub const CHANGE_FIELDS: [&str; 11] = [
+pub const CHANGE_FIELDS: [&str; 15] = [
     "title",
     "description",
     "prompt",
@@ -30,6 +30,10 @@ pub const CHANGE_FIELDS: [&str; 11] = [
     "command",
     "steps",
     "checks",
+    "timeout",
+    "idle_timeout",
+    "budget_usd",
+    "budget_tokens",
 ];
 
 /// How many tasks an unknown-reference problem lists.
@@ -346,6 +350,54 @@ struct ChangesSpec {
     steps: Option<Vec<String>>,
     #[serde(default, deserialize_with = "clearable_list")]
     checks: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "clearable_value")]
+    timeout: Option<Value>,
+    #[serde(default, deserialize_with = "clearable_value")]
+    idle_timeout: Option<Value>,
+    #[serde(default, deserialize_with = "clearable_value")]
+    budget_usd: Option<Value>,
+    #[serde(default, deserialize_with = "clearable_value")]
+    budget_tokens: Option<Value>,
+}
+
+/// A limit: present (`null` included, which clears it) is `Some`; read by core's one parser
+/// in [`limit_changes`].
+fn clearable_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// The limits an update changes, each read from its text as `weft task edit`'s flags are
+/// (`null` or `""` clears it); a bad value is a problem naming the key and what is wrong.
+fn limit_changes(
+    spec: &ChangesSpec,
+    problems: &mut Vec<String>,
+) -> weft_core::limits::LimitChanges {
+    use weft_core::limits;
+    let mut changes = limits::LimitChanges::default();
+    for (key, value) in [
+        (limits::KEY_TIMEOUT, &spec.timeout),
+        (limits::KEY_IDLE_TIMEOUT, &spec.idle_timeout),
+        (limits::KEY_BUDGET_USD, &spec.budget_usd),
+        (limits::KEY_BUDGET_TOKENS, &spec.budget_tokens),
+    ] {
+        let text = match value {
+            None => continue,
+            Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Number(number)) => number.to_string(),
+            Some(other) => {
+                problems.push(format!(
+                    "`changes.{key}` must be a string, a number or null, not {}",
+                    json_type(other)
+                ));
+                continue;
+            }
+        };
+        if let Err(problem) = changes.set_text(key, &text) {
+            problems.push(format!("`changes`: {problem}"));
+        }
+    }
+    changes
 }
 
 /// A title can be changed but not cleared: `null` is a type error.
@@ -395,6 +447,11 @@ fn parse_changes(changes: Option<&Value>, problems: &mut Vec<String>) -> Option<
             return None;
         }
     };
+    let problems_before = problems.len();
+    let limits = limit_changes(&spec, problems);
+    if problems.len() > problems_before {
+        return None;
+    }
     let changes = TaskChanges {
         title: spec.title,
         description: spec.description,
@@ -407,7 +464,7 @@ fn parse_changes(changes: Option<&Value>, problems: &mut Vec<String>) -> Option<
         command: spec.command,
         steps: spec.steps,
         checks: spec.checks,
-        limits: weft_core::limits::LimitChanges::default(),
+        limits,
     };
     if changes.is_empty() {
         problems.push("`changes` names no field to change".to_owned());
