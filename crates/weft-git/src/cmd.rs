@@ -39,6 +39,57 @@ fn is_weft_ref_lock(lock: &Path) -> bool {
     text.ends_with(".lock") && (text.contains("/refs/heads/weft/") || text.contains("/refs/weft/"))
 }
 
+/// Whether `lock` is the repository's `packed-refs.lock`: shared by every ref, weft's and
+/// the user's, so it is removed only when no process holds it open ([`held_open`]).
+fn is_packed_refs_lock(lock: &Path) -> bool {
+    lock.file_name()
+        .is_some_and(|name| name == "packed-refs.lock")
+}
+
+/// At most this many processes, and descriptors per process, are looked at by
+/// [`held_open`]; past either bound the file counts as held.
+const SCAN_PROCESSES: usize = 8192;
+const SCAN_DESCRIPTORS: usize = 4096;
+
+/// Whether any process has `path` open (Linux: a link in some `/proc/<pid>/fd`). A git
+/// writing `packed-refs.lock` keeps it open until it renames it into place. Unknown (no
+/// `/proc`, or past the bounds) counts as held.
+fn held_open(path: &Path) -> bool {
+    let Ok(target) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let mut seen = 0;
+    for process in processes.flatten() {
+        if !process
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        seen += 1;
+        if seen > SCAN_PROCESSES {
+            return true;
+        }
+        let Ok(descriptors) = std::fs::read_dir(process.path().join("fd")) else {
+            continue;
+        };
+        for (index, descriptor) in descriptors.flatten().enumerate() {
+            if index >= SCAN_DESCRIPTORS {
+                return true;
+            }
+            if std::fs::read_link(descriptor.path()).is_ok_and(|open| open == target) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Whether the file at `path` was last changed more than `age` ago.
 fn older_than(path: &Path, age: Duration) -> bool {
     std::fs::metadata(path)
@@ -463,6 +514,23 @@ impl<'a> Call<'a> {
                     // leaves git no chance to remove it); keeping it would fail every
                     // later update of that ref, a handoff's cleanup included. A lock on
                     // any other ref is the user's business and is only named.
+                    let _ = std::fs::remove_file(&lock);
+                    cleared = true;
+                    continue;
+                }
+                if !cleared
+                    && is_packed_refs_lock(&lock)
+                    && older_than(&lock, waited)
+                    && !held_open(&lock)
+                {
+                    // Why: deleting a packed branch rewrites `packed-refs`, so a git
+                    // killed with the engine mid-delete leaves `packed-refs.lock`, and
+                    // every later delete or pack then fails (crash campaign, seed
+                    // 1796195567102835607). The file is shared with the user's refs, so
+                    // age alone is not enough: a live git (a long `git pack-refs`, say)
+                    // holds it open until it renames it into place, and then it is kept
+                    // and named. One that is older than the whole patience and that no
+                    // process has open was left by a killed git.
                     let _ = std::fs::remove_file(&lock);
                     cleared = true;
                     continue;

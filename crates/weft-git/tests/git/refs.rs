@@ -253,3 +253,40 @@ fn a_stale_lock_a_killed_git_left_on_a_weft_ref_is_removed_and_the_update_goes_o
 
     // A lock on one of the user's refs is never removed (the test above).
 }
+
+/// A `packed-refs.lock` a killed git left (deleting a packed branch rewrites
+/// `packed-refs`) is removed once no process holds it and it outlived the patience, and
+/// the delete goes on; one a live process holds open is kept and named.
+#[test]
+fn a_stale_packed_refs_lock_is_removed_but_one_a_process_holds_open_is_named() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let base = fx.main();
+    repo.create_branch("weft/run1/1-task", &base).unwrap();
+    repo.create_branch("weft/run1/2-task", &base).unwrap();
+    let packed = std::process::Command::new("git")
+        .args(["-C", &fx.path().to_string_lossy(), "pack-refs", "--all"])
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    let lock = fx.path().join(".git/packed-refs.lock");
+
+    // Held open by a live process (this test): kept, and the delete fails naming it.
+    let held = fs::File::create(&lock).unwrap();
+    let error = repo.delete_branch("weft/run1/1-task", true).unwrap_err();
+    assert!(
+        matches!(&error, GitError::Locked { lock: named, .. } if named.ends_with("packed-refs.lock")),
+        "{error:?}"
+    );
+    assert!(lock.exists(), "a lock a live process holds was removed");
+    drop(held);
+
+    // Left behind by a killed git: removed, and the delete goes on.
+    repo.delete_branch("weft/run1/1-task", true).unwrap();
+    assert!(!lock.exists());
+    assert_eq!(repo.rev_parse("refs/heads/weft/run1/1-task").unwrap(), None);
+    assert_eq!(
+        repo.rev_parse("refs/heads/weft/run1/2-task").unwrap(),
+        Some(base)
+    );
+}
