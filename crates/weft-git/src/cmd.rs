@@ -39,8 +39,8 @@ fn is_weft_ref_lock(lock: &Path) -> bool {
     text.ends_with(".lock") && (text.contains("/refs/heads/weft/") || text.contains("/refs/weft/"))
 }
 
-/// Whether `lock` is the repository's `packed-refs.lock`: shared by every ref, weft's and
-/// the user's, so it is removed only when no process holds it open ([`held_open`]).
+/// Whether `lock` is the repository's `packed-refs.lock` (shared by every ref, weft's and
+/// the user's).
 fn is_packed_refs_lock(lock: &Path) -> bool {
     lock.file_name()
         .is_some_and(|name| name == "packed-refs.lock")
@@ -52,8 +52,8 @@ const SCAN_PROCESSES: usize = 8192;
 const SCAN_DESCRIPTORS: usize = 4096;
 
 /// Whether any process has `path` open (Linux: a link in some `/proc/<pid>/fd`). A git
-/// writing `packed-refs.lock` keeps it open until it renames it into place. Unknown (no
-/// `/proc`, or past the bounds) counts as held.
+/// writing a lock file keeps it open until it renames it into place. Unknown (no `/proc`,
+/// or past the bounds) counts as held.
 fn held_open(path: &Path) -> bool {
     let Ok(target) = std::fs::canonicalize(path) else {
         return false;
@@ -506,31 +506,23 @@ impl<'a> Call<'a> {
             };
             let waited = start.elapsed();
             if waited >= self.git.lock_wait {
-                if !cleared && is_weft_ref_lock(&lock) && older_than(&lock, waited) {
-                    // Why: only weft writes its own refs (`refs/heads/weft/…`,
-                    // `refs/weft/…`), and a git holds a ref's lock for the moment of one
-                    // update. A lock that was there before this command began waiting and
-                    // is still there after the whole patience was left by a git that was killed with the engine (SIGKILL
-                    // leaves git no chance to remove it); keeping it would fail every
-                    // later update of that ref, a handoff's cleanup included. A lock on
-                    // any other ref is the user's business and is only named.
-                    let _ = std::fs::remove_file(&lock);
-                    cleared = true;
-                    continue;
-                }
                 if !cleared
-                    && is_packed_refs_lock(&lock)
-                    && older_than(&lock, waited)
+                    && (is_weft_ref_lock(&lock) || is_packed_refs_lock(&lock))
+                    && older_than(&lock, self.git.lock_wait)
                     && !held_open(&lock)
                 {
-                    // Why: deleting a packed branch rewrites `packed-refs`, so a git
-                    // killed with the engine mid-delete leaves `packed-refs.lock`, and
-                    // every later delete or pack then fails (crash campaign, seed
-                    // 1796195567102835607). The file is shared with the user's refs, so
-                    // age alone is not enough: a live git (a long `git pack-refs`, say)
-                    // holds it open until it renames it into place, and then it is kept
-                    // and named. One that is older than the whole patience and that no
-                    // process has open was left by a killed git.
+                    // Why: a git killed with the engine (SIGKILL leaves it no chance to
+                    // clean up) leaves its lock, and keeping it would fail every later
+                    // update for good, a handoff's cleanup included (crash campaign, seeds
+                    // 1796183258441854149 and 1796195567102835607). Two kinds are removed:
+                    // the lock of one of weft's own refs (`refs/heads/weft/…`,
+                    // `refs/weft/…`: only weft writes them, and a git holds a ref's lock
+                    // for the moment of one update), and `packed-refs.lock` (deleting a
+                    // packed branch rewrites `packed-refs`). Only when it has been there
+                    // longer than the whole patience and no process holds it open: a
+                    // live git keeps its lock open until it renames it into place, so a
+                    // long `git pack-refs` of the user's is never broken into. A lock on
+                    // any other ref is the user's business and is only named.
                     let _ = std::fs::remove_file(&lock);
                     cleared = true;
                     continue;
