@@ -500,15 +500,7 @@ pub fn spend_json(
 ) -> SpendJson {
     let mut spend = weft_core::spend::Spend::default();
     for used in usage.values() {
-        let mut part = weft_core::spend::Spend::stored(
-            used.input_tokens,
-            used.output_tokens,
-            used.cost_usd.or(used.cost_unknown.then_some(0.0)),
-        );
-        if used.cost_unknown {
-            part.unpriced = Some("a model without a price".into());
-        }
-        spend.add(&part);
+        spend.add(&used.spend());
     }
     SpendJson {
         input_tokens: spend.tokens.input,
