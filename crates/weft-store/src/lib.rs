@@ -96,6 +96,14 @@ pub struct PlanDraft {
     pub source: String,
 }
 
+/// What a plan carries beyond its tasks (a workflow file's top-level keys): its own
+/// `verify` commands and budget, each replacing the setting for this plan when set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanOwn {
+    pub verify: Vec<String>,
+    pub budget: weft_core::spend::Budget,
+}
+
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
@@ -397,6 +405,17 @@ impl Store {
 
     /// Store a new plan and make it the workspace's current plan.
     pub fn create_plan(&mut self, draft: PlanDraft, now: Timestamp) -> Result<Plan, StoreError> {
+        self.create_plan_with(draft, &PlanOwn::default(), now)
+    }
+
+    /// [`Store::create_plan`] with the plan's own settings (a workflow file's top-level
+    /// `verify` and budget), stored in the same transaction: an import is whole or absent.
+    pub fn create_plan_with(
+        &mut self,
+        draft: PlanDraft,
+        own: &PlanOwn,
+        now: Timestamp,
+    ) -> Result<Plan, StoreError> {
         let mut plan = Plan {
             id: uuid::Uuid::new_v4().simple().to_string(),
             goal: draft.goal,
@@ -426,6 +445,8 @@ impl Store {
             rows::insert_plan(tx, &plan).map_err(&sql)?;
             rows::write_tasks(tx, &plan).map_err(&sql)?;
             rows::set_meta(tx, rows::CURRENT_PLAN, &plan.id).map_err(&sql)?;
+            verify::write_plan_verify(tx, &plan.id, &own.verify).map_err(&sql)?;
+            limits::write_plan_budget(tx, &plan.id, &own.budget).map_err(&sql)?;
             let created = EventKind::PlanCreated {
                 goal: plan.goal.clone(),
                 tasks: plan.tasks.len(),
@@ -442,6 +463,17 @@ impl Store {
         }
         written?;
         Ok(plan)
+    }
+
+    /// `plan` as a workflow file: its tasks, and its own `verify` and budget (what
+    /// `weft plan export` and the API's export write, and [`Store::create_plan_with`]
+    /// reads back).
+    pub fn plan_file(&self, plan: &Plan) -> Result<weft_core::WorkflowFile, StoreError> {
+        let mut file =
+            weft_core::WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks)
+                .with_budget(self.plan_budget(&plan.id)?);
+        file.verify = self.plan_verify(&plan.id)?;
+        Ok(file)
     }
 
     /// The whole plan with its tasks, in order.

@@ -43,27 +43,6 @@ impl Store {
         })
     }
 
-    /// Store a plan's own budget (an unset one removes it).
-    pub fn set_plan_budget(&mut self, plan_id: &str, budget: &Budget) -> Result<(), StoreError> {
-        let sql = self.mapper();
-        let tokens = budget.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
-        self.write(|tx| {
-            if budget.is_set() {
-                tx.execute(
-                    "INSERT INTO plan_budget (plan_id, budget_usd, budget_tokens) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (plan_id) DO UPDATE SET budget_usd = excluded.budget_usd,
-                                                         budget_tokens = excluded.budget_tokens",
-                    params![plan_id, budget.usd, tokens],
-                )
-                .map_err(&sql)?;
-            } else {
-                tx.execute("DELETE FROM plan_budget WHERE plan_id = ?1", [plan_id])
-                    .map_err(&sql)?;
-            }
-            Ok(())
-        })
-    }
-
     /// Mark an attempt idle since `since` (`None`: no longer idle), with its event if
     /// there is one (the store fills in its run, task and attempt).
     pub fn set_attempt_idle(
@@ -117,4 +96,24 @@ impl Store {
             .map_err(&sql)?;
         Ok(rows)
     }
+}
+
+/// Write a plan's own budget inside `tx` (an unset one removes it).
+pub(crate) fn write_plan_budget(
+    tx: &rusqlite::Transaction<'_>,
+    plan_id: &str,
+    budget: &Budget,
+) -> rusqlite::Result<()> {
+    if budget.is_set() {
+        let tokens = budget.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        tx.execute(
+            "INSERT INTO plan_budget (plan_id, budget_usd, budget_tokens) VALUES (?1, ?2, ?3)
+             ON CONFLICT (plan_id) DO UPDATE SET budget_usd = excluded.budget_usd,
+                                                 budget_tokens = excluded.budget_tokens",
+            params![plan_id, budget.usd, tokens],
+        )?;
+    } else {
+        tx.execute("DELETE FROM plan_budget WHERE plan_id = ?1", [plan_id])?;
+    }
+    Ok(())
 }

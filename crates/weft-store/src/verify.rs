@@ -50,30 +50,6 @@ impl Store {
             .unwrap_or_default())
     }
 
-    /// Store a plan's own `verify` commands (an empty list removes them).
-    pub fn set_plan_verify(
-        &mut self,
-        plan_id: &str,
-        commands: &[String],
-    ) -> Result<(), StoreError> {
-        let sql = self.mapper();
-        let text = serde_json::to_string(commands).unwrap_or_else(|_| "[]".into());
-        self.write(|tx| {
-            if commands.is_empty() {
-                tx.execute("DELETE FROM plan_verify WHERE plan_id = ?1", [plan_id])
-                    .map_err(&sql)?;
-            } else {
-                tx.execute(
-                    "INSERT INTO plan_verify (plan_id, commands) VALUES (?1, ?2)
-                     ON CONFLICT (plan_id) DO UPDATE SET commands = excluded.commands",
-                    params![plan_id, text],
-                )
-                .map_err(&sql)?;
-            }
-            Ok(())
-        })
-    }
-
     /// The run's verification state (all empty when nothing was verified yet).
     pub fn verify_state(&self, run_id: &str) -> Result<VerifyState, StoreError> {
         let sql = self.mapper();
@@ -137,4 +113,23 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// Write a plan's own `verify` commands inside `tx` (an empty list removes them).
+pub(crate) fn write_plan_verify(
+    tx: &rusqlite::Transaction<'_>,
+    plan_id: &str,
+    commands: &[String],
+) -> rusqlite::Result<()> {
+    if commands.is_empty() {
+        tx.execute("DELETE FROM plan_verify WHERE plan_id = ?1", [plan_id])?;
+    } else {
+        let text = serde_json::to_string(commands).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "INSERT INTO plan_verify (plan_id, commands) VALUES (?1, ?2)
+             ON CONFLICT (plan_id) DO UPDATE SET commands = excluded.commands",
+            params![plan_id, text],
+        )?;
+    }
+    Ok(())
 }

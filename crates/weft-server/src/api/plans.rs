@@ -2,7 +2,7 @@
 
 use weft_core::workflow::{WorkflowFile, WorkflowFormat};
 use weft_core::{Plan, PlanStatus};
-use weft_store::PlanDraft;
+use weft_store::{PlanDraft, PlanOwn};
 
 use super::{App, Call, plan_id};
 use crate::error::{ApiError, ApiResult};
@@ -53,8 +53,12 @@ pub(super) fn import(app: &App, call: &Call) -> ApiResult {
     let imported = WorkflowFile::parse(&body.workflow, format, &source)
         .and_then(|file| file.into_plan(&source, &|r| names.contains(r)))
         .map_err(|e| ApiError::from_error(400, &e))?;
+    let own = PlanOwn {
+        verify: imported.verify,
+        budget: imported.budget,
+    };
     let mut store = app.store_for_write()?;
-    let plan = store.create_plan(
+    let plan = store.create_plan_with(
         PlanDraft {
             goal: imported.goal,
             runner: imported.runner,
@@ -62,6 +66,7 @@ pub(super) fn import(app: &App, call: &Call) -> ApiResult {
             tasks: imported.tasks,
             source,
         },
+        &own,
         crate::now(),
     )?;
     let mut status = app.host.status_json(&store, &plan.id)?;
@@ -82,8 +87,7 @@ pub(super) fn export(app: &App, call: &Call) -> ApiResult {
             .hint("use ?format=toml or ?format=json"));
         }
     };
-    let text =
-        WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks).to_text(format);
+    let text = store.plan_file(&plan)?.to_text(format);
     let kind = match format {
         WorkflowFormat::Json => "application/json",
         WorkflowFormat::Toml => "application/toml",

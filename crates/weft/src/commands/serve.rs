@@ -170,14 +170,21 @@ impl Host for BinHost {
             }
         }
         let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
-        let usage = usage_by_task(&attempts);
+        let mut usage = usage_by_task(&attempts);
+        super::status::limits_usage(store, &plan, engine_alive, &mut usage).map_err(cli_to_api)?;
+        let budget = super::status::plan_budget(store, plan_id, &self.ctx.settings.spend.budget)?;
+        let verification =
+            super::status::verification(store, plan_id, engine_alive).map_err(cli_to_api)?;
         let default_runner = self.ctx.settings.runner();
-        let status = plan_json(&plan, default_runner, &usage)
-            .budget(&usage, &self.ctx.settings.spend.budget);
+        let status = plan_json(&plan, default_runner, &usage).budget(&usage, &budget);
         let mut json =
             serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
         json["kept_worktrees"] =
             serde_json::to_value(&kept).map_err(|e| ApiError::internal(e.to_string()))?;
+        if let Some(verification) = verification {
+            json["verification"] = serde_json::to_value(&verification)
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
         if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
             for task in tasks {
                 if orphaned.iter().any(|id| task["id"] == id.as_str()) {

@@ -52,14 +52,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
     let mut usage = usage_by_task(&attempts);
     limits_usage(&store, &plan, engine_alive, &mut usage)?;
-    let plan_budget = {
-        let own = store.plan_budget(&plan_id)?;
-        if own.is_set() {
-            own
-        } else {
-            ctx.settings.spend.budget
-        }
-    };
+    let plan_budget = plan_budget(&store, &plan_id, &ctx.settings.spend.budget)?;
     let verification = verification(&store, &plan_id, engine_alive)?;
     if args.json {
         let status = StatusWithKept {
@@ -146,7 +139,18 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
 /// What the task limits add to each task's usage: its spend against its own budget, and
 /// how long its running attempt has been idle (only while an engine runs the plan: a dead
 /// engine's attempts read interrupted).
-fn limits_usage(
+/// The plan's budget: its own (a workflow file's top-level keys) when it has one, else
+/// the settings' (what the engine applies too).
+pub(crate) fn plan_budget(
+    store: &Store,
+    plan_id: &str,
+    settings: &weft_core::spend::Budget,
+) -> Result<weft_core::spend::Budget, weft_store::StoreError> {
+    let own = store.plan_budget(plan_id)?;
+    Ok(if own.is_set() { own } else { *settings })
+}
+
+pub(crate) fn limits_usage(
     store: &Store,
     plan: &Plan,
     engine_alive: bool,
@@ -200,7 +204,7 @@ impl StatusWithKept<'_> {
 
 /// `weft status`'s verification part: the last green tip and the tip being verified.
 #[derive(serde::Serialize)]
-struct Verification {
+pub(crate) struct Verification {
     run: String,
     green: Option<String>,
     /// Only while the run's engine is alive (a dead one's is no longer being verified).
@@ -222,7 +226,7 @@ impl Verification {
     }
 }
 
-fn verification(
+pub(crate) fn verification(
     store: &Store,
     plan_id: &str,
     engine_alive: bool,

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use weft_core::{WorkflowFile, WorkflowFormat};
+use weft_core::WorkflowFormat;
 
 use crate::cli::Globals;
 use crate::commands::plan::FormatArg;
@@ -41,10 +41,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
                 .and_then(|p| WorkflowFormat::from_extension(&p.to_string_lossy()))
         })
         .unwrap_or(WorkflowFormat::Toml);
-    let mut file = WorkflowFile::from_plan(&plan.goal, plan.runner.as_deref(), &plan.tasks)
-        .with_budget(store.plan_budget(&plan.id)?);
-    file.verify = store.plan_verify(&plan.id)?;
-    let text = file.to_text(format);
+    let text = store.plan_file(&plan)?.to_text(format);
     let Some(path) = args.output else {
         return stdout(&text);
     };

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use fs_err as fs;
 use weft_core::{Plan, PlanStatus, WorkflowFile, WorkflowFormat};
-use weft_store::PlanDraft;
+use weft_store::{PlanDraft, PlanOwn};
 
 use crate::cli::Globals;
 use crate::commands::{JsonArg, print_json, print_plan_map};
@@ -97,10 +97,12 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let imported = WorkflowFile::parse(&text, format, &source_name)?
         .into_plan(&source_name, &|r| names.contains(r))?;
     warnings(&imported.warnings);
-    let verify = imported.verify.clone();
-    let budget = imported.budget;
+    let own = PlanOwn {
+        verify: imported.verify,
+        budget: imported.budget,
+    };
     let mut store = ctx.store_for_write()?;
-    let plan = store.create_plan(
+    let plan = store.create_plan_with(
         PlanDraft {
             goal: imported.goal,
             runner: imported.runner,
@@ -108,10 +110,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             tasks: imported.tasks,
             source: source_name.clone(),
         },
+        &own,
         now(),
     )?;
-    store.set_plan_verify(&plan.id, &verify)?;
-    store.set_plan_budget(&plan.id, &budget)?;
     note(&format!(
         "created plan {} from {source_name} with {} task{}; it is now the current plan",
         plan.short_id(),

@@ -285,6 +285,39 @@ fn plans_are_imported_exported_loaded_and_deleted() {
 }
 
 #[test]
+fn a_plan_imported_through_the_api_keeps_its_own_verify_and_budget_and_exports_them() {
+    let weft = Weft::new();
+    weft.import_sample();
+    let served = Served::start(&weft);
+    let workflow = "goal = \"own\"\nverify = [\"sh verify.sh\"]\nbudget_usd = 2.5\nbudget_tokens = 900000\n\n[[tasks]]\ntitle = \"Only\"\nprompt = \"p\"\nbudget_usd = 0.5\n";
+    let created = served
+        .post("/api/plans", &json!({ "workflow": workflow }))
+        .expect(201)
+        .json();
+    assert_eq!(created["spend"]["budget_usd"], 2.5, "{created}");
+    assert_eq!(created["spend"]["budget_tokens"], 900000, "{created}");
+    let task = &created["plan"]["tasks"][0];
+    assert_eq!(
+        task["budget"]["budget_usd"], 0.5,
+        "the task's own budget: {task}"
+    );
+    // The server's status is the CLI's.
+    assert_eq!(
+        served.get("/api/plans/current").expect(200).json()["spend"],
+        weft.status_json()["spend"]
+    );
+    let export = served.get("/api/plans/current/export").expect(200).body;
+    for line in [
+        "verify = [\"sh verify.sh\"]",
+        "budget_usd = 2.5",
+        "budget_tokens = 900000",
+    ] {
+        assert!(export.contains(line), "{line:?} in:\n{export}");
+    }
+    assert_eq!(export, weft.ok(&["plan", "export"]).stdout);
+}
+
+#[test]
 fn concurrent_edits_from_many_clients_are_all_stored() {
     let weft = Weft::new();
     weft.import_sample();
