@@ -323,7 +323,7 @@ fn probe(
     if let Some(path) = path_env {
         command.env("PATH", path);
     }
-    let mut child = spawn_retrying_busy(&mut command).map_err(Probe::Start)?;
+    let mut child = crate::supervise::spawn_retrying(&mut command).map_err(Probe::Start)?;
     let group = i32::try_from(child.id()).ok().map(Pid::from_raw);
     let kill_group = || {
         if let Some(group) = group {
@@ -389,23 +389,6 @@ fn probe(
         stdout: take(&stdout),
         stderr: take(&stderr),
     })
-}
-
-/// Start the command, retrying briefly while the file is busy being written (ETXTBSY):
-/// an agent CLI in the middle of an update, or another thread's fork still holding a
-/// freshly written script open.
-fn spawn_retrying_busy(command: &mut Command) -> std::io::Result<std::process::Child> {
-    const ETXTBSY: i32 = 26;
-    let mut tries = 0;
-    loop {
-        match command.spawn() {
-            Err(e) if e.raw_os_error() == Some(ETXTBSY) && tries < 5 => {
-                tries += 1;
-                thread::sleep(Duration::from_millis(20 * tries));
-            }
-            result => return result,
-        }
-    }
 }
 
 /// Read a pipe to its end on a thread, keeping the first [`CAPTURE_LIMIT`] bytes.

@@ -706,15 +706,16 @@ fn write_prompt_file(path: &Path, text: &str) -> io::Result<()> {
     contain::private::write(path, text.as_bytes())
 }
 
-/// `Command::spawn`, retried briefly on `ETXTBSY` (another thread of this process had the
-/// freshly written executable open for writing when it forked).
-fn spawn_retrying(command: &mut Command) -> io::Result<Child> {
+/// `Command::spawn`, retried briefly on `ETXTBSY`: an agent CLI in the middle of an
+/// update, or a freshly written executable another thread of this process had open for
+/// writing when it forked (the child holds the descriptor until it execs).
+pub(crate) fn spawn_retrying(command: &mut Command) -> io::Result<Child> {
     let mut tries = 0;
     loop {
         match command.spawn() {
             Err(err) if err.raw_os_error() == Some(Errno::ETXTBSY as i32) && tries < 5 => {
                 tries += 1;
-                thread::sleep(Duration::from_millis(20));
+                thread::sleep(Duration::from_millis(20 * tries));
             }
             other => return other,
         }

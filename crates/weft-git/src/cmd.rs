@@ -32,6 +32,27 @@ const MAX_BACKOFF: Duration = Duration::from_millis(100);
 /// terminal's signal killed it (see [`Call::output`]).
 const RESPAWN_LIMIT: u32 = 3;
 
+/// `Command::spawn`, started again a few times while the program is busy (`ETXTBSY`).
+///
+/// Why: a program written just before it is run (a wrapper script, a git being
+/// upgraded) can still be open for writing in a child another thread of this process
+/// forked in the moment between the write and the close; that child holds the descriptor
+/// until it execs, and the kernel refuses to run a file open for writing. The window is
+/// short, so a handful of short waits outlast it; past them the error is the caller's.
+fn spawn_unless_busy(command: &mut Command) -> std::io::Result<Child> {
+    const ETXTBSY: i32 = 26;
+    let mut tries = 0u64;
+    loop {
+        match command.spawn() {
+            Err(error) if error.raw_os_error() == Some(ETXTBSY) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20 * tries));
+            }
+            result => return result,
+        }
+    }
+}
+
 /// Whether `lock` is the lock file of one of weft's own refs (a task or integration
 /// branch under `refs/heads/weft/`, or weft's records under `refs/weft/`).
 fn is_weft_ref_lock(lock: &Path) -> bool {
@@ -434,7 +455,7 @@ impl<'a> Call<'a> {
     }
 
     fn spawn(&self) -> Result<Child, GitError> {
-        self.command().spawn().map_err(|error| GitError::Spawn {
+        spawn_unless_busy(&mut self.command()).map_err(|error| GitError::Spawn {
             program: self.git.program.to_string_lossy().into_owned(),
             error,
         })
@@ -596,7 +617,7 @@ impl<'a> Call<'a> {
         let stdout = first.stdout.take().expect("stdout is piped");
         let mut second = next.command();
         second.stdin(Stdio::from(stdout));
-        let second = second.spawn();
+        let second = spawn_unless_busy(&mut second);
         let second = match second {
             Ok(child) => child,
             Err(error) => {

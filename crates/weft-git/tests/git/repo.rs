@@ -25,6 +25,42 @@ fn a_missing_git_program_is_a_spawn_error() {
 }
 
 #[test]
+fn a_git_program_briefly_open_for_writing_elsewhere_is_started_once_it_is_free() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let real = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8(real.stdout).unwrap();
+    let wrapper = fx.env.root().join("git-being-written");
+    fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", real.trim()),
+    )
+    .unwrap();
+    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Another process holds the program open for writing for 50 ms, as a child forked
+    // mid-write by another thread does until it execs: the kernel refuses to run it
+    // (ETXTBSY) for that long.
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 3>>'{}'; : > '{}'; sleep 0.05",
+            wrapper.display(),
+            fx.env.root().join("held").display()
+        ))
+        .spawn()
+        .unwrap();
+    while !fx.env.root().join("held").exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let opened = fx.git().program(&wrapper).open(fx.path());
+    holder.wait().unwrap();
+    assert!(opened.is_ok(), "{:?}", opened.err());
+}
+
+#[test]
 fn init_makes_an_empty_repository_whose_first_commit_takes_everything_in_it() {
     let fx = Fixture::new();
     let dir = fx.env.root().join("fresh");
