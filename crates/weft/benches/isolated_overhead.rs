@@ -4,7 +4,7 @@
 //!
 //! The plan is 100 AI-kind tasks on the built-in `exec` runner (a trivial agent: `sh -c`
 //! of the prompt, its exit code is its verdict), each prompt writing one distinct file
-//! (`printf x > fNNN.txt`), so every task lands a real change; the tasks are a mix of
+//! (`printf x > out/fNNN.txt`), so every task lands a real change; the tasks are a mix of
 //! independent ones and short chains (0–2 dependencies each).
 //!
 //! Three things are timed, each in a fresh hermetic git repository (fresh HOME, no git
@@ -93,7 +93,7 @@ fn main() {
     let probe = Hermetic::new();
     let version = git_out(&probe, probe.root(), &["--version"]);
     println!(
-        "plan: {tasks} AI-kind tasks, runner exec, prompt `printf x > fNNN.txt` (one distinct \
+        "plan: {tasks} AI-kind tasks, runner exec, prompt `printf x > out/fNNN.txt` (one distinct \
          file each); {} dependencies: {} independent, {} with one, {} with two; longest chain \
          {} tasks",
         stats.edges, stats.roots, stats.single, stats.double, stats.depth
@@ -272,8 +272,11 @@ fn signed_ms2(a: Duration, b: Duration) -> String {
 }
 
 /// The file task `number` (1-based) writes.
+/// In `out/` (committed with a `.keep`), not the top folder: a confined shared run may
+/// change the workspace's entries but not add any to its top folder (ARCHITECTURE.md,
+/// containment).
 fn task_file(number: usize) -> String {
-    format!("f{number:03}.txt")
+    format!("out/f{number:03}.txt")
 }
 
 /// Run git in `dir` with the hermetic environment; panics on failure; returns stdout.
@@ -309,6 +312,8 @@ fn fresh_repo(env: &Hermetic) {
         fs::write(dir.join(format!("file{index:04}.txt")), text).expect("a file can be written");
     }
     fs::write(work.join("README.md"), "# bench repository\n").expect("README can be written");
+    fs::create_dir_all(work.join("out")).expect("out/ can be created");
+    fs::write(work.join("out/.keep"), "").expect("out/.keep can be written");
     git_out(env, &work, &["add", "-A"]);
     let mut commit = IDENTITY.to_vec();
     commit.extend(["commit", "-q", "-m", "base"]);
@@ -401,9 +406,14 @@ fn check_outcome(env: &Hermetic, tasks: usize, mode: Mode) {
     }
 }
 
-/// `integration` holds `f001.txt`…, one merge per task, and only the main worktree is left.
+/// `integration` holds `out/f001.txt`…, one merge per task, and only the main worktree is
+/// left.
 fn check_integration(env: &Hermetic, repo: &Path, integration: &str, tasks: usize) {
-    let tree = git_out(env, repo, &["ls-tree", "--name-only", integration]);
+    let tree = git_out(
+        env,
+        repo,
+        &["ls-tree", "-r", "--name-only", integration, "--", "out"],
+    );
     let names: BTreeSet<&str> = tree.lines().collect();
     for number in 1..=tasks {
         let file = task_file(number);
@@ -482,7 +492,7 @@ impl Laps {
 
 /// The git work `tasks` isolated tasks need, done with the git CLI directly, one task
 /// after the other, in a fresh repository: cut a worktree and branch from the integration
-/// tip, run the agent there (`sh -c 'printf x > fNNN.txt'`, output through pipes), commit
+/// tip, run the agent there (`sh -c 'printf x > out/fNNN.txt'`, output through pipes), commit
 /// everything, merge onto the integration tip without a checkout, move the integration
 /// branch with a compare-and-swap, remove the worktree.
 fn raw_run(tasks: usize) -> Raw {
