@@ -713,7 +713,7 @@ pub(crate) fn spawn_retrying(command: &mut Command) -> io::Result<Child> {
     let mut tries = 0;
     loop {
         match command.spawn() {
-            Err(err) if err.raw_os_error() == Some(Errno::ETXTBSY as i32) && tries < 5 => {
+            Err(err) if err.kind() == io::ErrorKind::ExecutableFileBusy && tries < 5 => {
                 tries += 1;
                 thread::sleep(Duration::from_millis(20 * tries));
             }

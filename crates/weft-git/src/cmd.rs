@@ -40,11 +40,10 @@ const RESPAWN_LIMIT: u32 = 3;
 /// until it execs, and the kernel refuses to run a file open for writing. The window is
 /// short, so a handful of short waits outlast it; past them the error is the caller's.
 fn spawn_unless_busy(command: &mut Command) -> std::io::Result<Child> {
-    const ETXTBSY: i32 = 26;
     let mut tries = 0u64;
     loop {
         match command.spawn() {
-            Err(error) if error.raw_os_error() == Some(ETXTBSY) && tries < 5 => {
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 5 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(20 * tries));
             }

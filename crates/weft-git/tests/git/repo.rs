@@ -52,7 +52,14 @@ fn a_git_program_briefly_open_for_writing_elsewhere_is_started_once_it_is_free()
         ))
         .spawn()
         .unwrap();
-    while !fx.env.root().join("held").exists() {
+    let held = fx.env.root().join("held");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !held.exists() {
+        assert!(
+            std::time::Instant::now() < deadline && holder.try_wait().unwrap().is_none(),
+            "the holder never opened {}",
+            wrapper.display()
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let opened = fx.git().program(&wrapper).open(fx.path());
