@@ -80,6 +80,11 @@ struct Figures {
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
     let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
+    // For profiling: write the 10,000-task workflow file and stop.
+    if let Some(path) = std::env::var_os("WEFT_BENCH_WRITE_PLAN") {
+        fs::write(&path, workflow_toml(STATUS_TARGET_TASKS)).expect("the plan file can be written");
+        return;
+    }
     println!(
         "weft status and plan --file, cold process{}  (binary: {WEFT})",
         if quick { "  [WEFT_BENCH_QUICK]" } else { "" }
