@@ -847,6 +847,15 @@ impl Isolation {
         Ok(left)
     }
 
+    /// The `git maintenance run --auto` weft's commits leave out (one check per run,
+    /// not one per task: see [`weft_git::Repo::run_auto_maintenance`]), in every
+    /// repository.
+    pub fn run_auto_maintenance(&self) {
+        for slot in &self.slots {
+            slot.repo.run_auto_maintenance();
+        }
+    }
+
     /// Put back what `--stash` set aside; a conflict keeps the stash and says so.
     pub fn restore_stashes(&self, stashes: &[(usize, Oid)]) -> Vec<String> {
         stashes

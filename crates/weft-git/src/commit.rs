@@ -11,6 +11,24 @@ use crate::{GitError, Oid, Repo};
 const BINARY_PROBE: usize = 8000;
 
 impl Repo {
+    /// What `git commit` does after committing and weft's commits leave out: `git
+    /// maintenance run --auto`, which packs loose objects and refs once they pass git's
+    /// thresholds (in the background where git can: `--detach`, from git 2.47). Best
+    /// effort: a failure only means the next check does the work.
+    pub fn run_auto_maintenance(&self) {
+        let detached = self
+            .call()
+            .args(["maintenance", "run", "--auto", "--quiet", "--detach"])
+            .output();
+        if detached.is_ok_and(|out| out.code() == Some(129)) {
+            // Older than 2.47: no `--detach` (its gc detaches itself, `gc.autoDetach`).
+            let _ = self
+                .call()
+                .args(["maintenance", "run", "--auto", "--quiet"])
+                .output();
+        }
+    }
+
     /// Commit everything in this working tree — tracked changes and untracked files that
     /// are not ignored — except the `exclude`d paths, with `message`. Returns the new
     /// commit, or `None` when there was nothing to commit.
@@ -85,8 +103,12 @@ impl Repo {
                 return Ok(None);
             }
         }
-        let identity = self.identity_config()?.to_vec();
-        let mut call = self.call().config(&identity).args([
+        let mut options = self.identity_config()?.to_vec();
+        // No `git maintenance run --auto` after each commit (a process of its own, a
+        // twentieth of an isolated task): a run makes one commit per task, and checks
+        // once, at its end ([`Repo::run_auto_maintenance`]).
+        options.push("maintenance.auto=false".into());
+        let mut call = self.call().config(&options).args([
             "commit",
             "--quiet",
             "--no-verify",

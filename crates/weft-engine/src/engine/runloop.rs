@@ -501,7 +501,11 @@ impl<'a> RunLoop<'a> {
     /// Give back stashed changes, record how the run ended and release it.
     fn end(&mut self) -> Result<RunSummary, EngineError> {
         let restored = match &self.isolation {
-            Some(iso) => iso.restore_stashes(&self.stashes),
+            Some(iso) => {
+                let restored = iso.restore_stashes(&self.stashes);
+                iso.run_auto_maintenance();
+                restored
+            }
             None => Vec::new(),
         };
         for text in restored {

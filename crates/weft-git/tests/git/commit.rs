@@ -400,3 +400,21 @@ fn commit_all_on_a_detached_worktree_says_nothing_was_staged_and_names_the_new_h
     assert_ne!(commit, tip);
     assert_eq!(fx.parents(commit.as_str()), [tip]);
 }
+
+#[test]
+fn weft_commits_leave_auto_maintenance_to_one_check_when_the_run_ends() {
+    let fx = Fixture::new();
+    let trace = fx.env.root().join("trace");
+    let git = fx.git().env("GIT_TRACE", &trace);
+    let repo = git.open(fx.path()).unwrap();
+    fx.write("c.txt", "c\n");
+    repo.commit_all::<&str>("weft: task 1", &[])
+        .unwrap()
+        .unwrap();
+    let traced = fs::read_to_string(&trace).unwrap();
+    assert!(traced.contains("commit"), "{traced}");
+    assert!(!traced.contains("maintenance"), "{traced}");
+    repo.run_auto_maintenance();
+    let traced = fs::read_to_string(&trace).unwrap();
+    assert!(traced.contains("maintenance run --auto"), "{traced}");
+}
