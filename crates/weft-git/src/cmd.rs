@@ -232,6 +232,14 @@ impl Git {
         self
     }
 
+    /// Whether git children get variable `key` (set with [`Git::env`], or inherited).
+    pub(crate) fn sets(&self, key: &str) -> bool {
+        match self.env.iter().rev().find(|(k, _)| k == key) {
+            Some(_) => true,
+            None => !self.clear_env && std::env::var_os(key).is_some(),
+        }
+    }
+
     /// The configured lock patience.
     pub fn lock_wait_duration(&self) -> Duration {
         self.lock_wait
@@ -455,6 +463,22 @@ impl<'a> Call<'a> {
 
     fn spawn(&self) -> Result<Child, GitError> {
         spawn_unless_busy(&mut self.command()).map_err(|error| GitError::Spawn {
+            program: self.git.program.to_string_lossy().into_owned(),
+            error,
+        })
+    }
+
+    /// Start it with standard input and output piped and standard error discarded, for a
+    /// process weft talks to over its pipes (see `batch`): the caller reads its answers,
+    /// and falls back to a one-shot command, whose error names what went wrong, when it
+    /// misbehaves.
+    pub fn spawn_piped(&self) -> Result<Child, GitError> {
+        let mut command = self.command();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        spawn_unless_busy(&mut command).map_err(|error| GitError::Spawn {
             program: self.git.program.to_string_lossy().into_owned(),
             error,
         })

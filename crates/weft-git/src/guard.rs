@@ -18,7 +18,9 @@
 //! without running git there, that its `.git` is still the file naming its admin folder,
 //! that the admin folder still names the repository's common folder and holds no
 //! `config.worktree` (whose settings, such as `core.fsmonitor`, git would run for weft
-//! unconfined), and then asks git that the worktree's top level is the worktree itself.
+//! unconfined). The worktree it hands back runs git with both folders named outright
+//! (`GIT_DIR`, `GIT_WORK_TREE`), so git does no discovery there: nothing the agent left
+//! can show git another top level or git folder.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -72,8 +74,6 @@ pub enum Tamper {
     CommonDirChanged,
     /// A `config.worktree` appeared in the admin folder.
     WorktreeConfig,
-    /// git finds another top level (or git folder) for the worktree.
-    TopLevel { found: String },
 }
 
 impl std::fmt::Display for Tamper {
@@ -101,10 +101,6 @@ impl std::fmt::Display for Tamper {
             Tamper::WorktreeConfig => write!(
                 f,
                 "the agent wrote a git configuration for its worktree (`config.worktree`)"
-            ),
-            Tamper::TopLevel { found } => write!(
-                f,
-                "git no longer sees the worktree as its own top level (it finds {found})"
             ),
         }
     }
@@ -218,24 +214,9 @@ impl Repo {
         if std::fs::symlink_metadata(admin.join("config.worktree")).is_ok() {
             return Ok(Err(Tamper::WorktreeConfig));
         }
-        let worktree = match self.open_worktree(path) {
-            Ok(worktree) => worktree,
-            Err(GitError::NotARepository { detail, .. }) => {
-                return Ok(Err(Tamper::TopLevel { found: detail }));
-            }
-            Err(e) => return Err(e),
-        };
-        if normalize(worktree.root()) != normalize(path) {
-            return Ok(Err(Tamper::TopLevel {
-                found: worktree.root().display().to_string(),
-            }));
-        }
-        if normalize(worktree.git_dir()) != normalize(admin) {
-            return Ok(Err(Tamper::TopLevel {
-                found: format!("git folder {}", worktree.git_dir().display()),
-            }));
-        }
-        Ok(Ok(worktree))
+        // Opened by naming both folders to git, not by asking git to find them: it can
+        // then see no other top level or git folder (and no git process is spent).
+        Ok(Ok(self.located_worktree(path, admin)))
     }
 
     /// Where each of `references` (full names) points, in one git call (`git
@@ -243,6 +224,9 @@ impl Repo {
     pub fn ref_targets(&self, references: &[&str]) -> Result<Vec<Option<Oid>>, GitError> {
         for reference in references {
             self.check_full_ref(reference)?;
+        }
+        if let Some(found) = self.processes().ref_targets(self, references) {
+            return Ok(found);
         }
         let call = self
             .read()
@@ -438,6 +422,9 @@ impl Repo {
         from: &Oid,
         to: &Oid,
     ) -> Result<Vec<(String, String)>, GitError> {
+        if let Some(outside) = self.outside_symlinks_read(from, to) {
+            return Ok(outside);
+        }
         let call = self.read().args([
             "diff-tree",
             "-r",
@@ -474,6 +461,79 @@ impl Repo {
             }
         }
         Ok(outside)
+    }
+}
+
+impl Repo {
+    /// [`Repo::outside_symlinks`] read through the long-lived reader (see `batch`): the
+    /// two trees compared in weft, descending only into folders whose trees differ.
+    /// `None` when the reader failed or something did not parse (the caller then asks
+    /// `git diff-tree`).
+    fn outside_symlinks_read(&self, from: &Oid, to: &Oid) -> Option<Vec<(String, String)>> {
+        let reader = self.processes();
+        let peeled = [format!("{from}^{{tree}}"), format!("{to}^{{tree}}")];
+        let trees = reader.info(self, &[&peeled[0], &peeled[1]])?;
+        let [Some(old), Some(new)] = &trees[..] else {
+            return None;
+        };
+        let hash_len = new.oid.as_str().len() / 2;
+        // (folder path, old tree, new tree), depth first in tree order: diff-tree's order.
+        let mut pending = vec![(Vec::new(), Some(old.oid.clone()), new.oid.clone())];
+        let mut links = Vec::new();
+        while let Some((folder, old, new)) = pending.pop() {
+            if old.as_ref() == Some(&new) {
+                continue;
+            }
+            let read = |oid: &Oid| match reader.contents(self, oid)? {
+                Some((kind, content)) if kind == "tree" => Some(content),
+                _ => None,
+            };
+            let new_content = read(&new)?;
+            let old_content = match &old {
+                Some(oid) => read(oid)?,
+                None => Vec::new(),
+            };
+            let new_entries = crate::batch::tree_entries(&new_content, hash_len)?;
+            let old_entries = crate::batch::tree_entries(&old_content, hash_len)?;
+            let mut below = Vec::new();
+            for entry in new_entries {
+                let before = old_entries.iter().find(|e| e.name == entry.name);
+                let mut path = folder.clone();
+                if !path.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(entry.name);
+                match entry.mode {
+                    "120000" => {
+                        let same =
+                            before.is_some_and(|b| b.mode == entry.mode && b.oid == entry.oid);
+                        if !same {
+                            links.push((lossy(&path), entry.oid));
+                        }
+                    }
+                    "40000" => {
+                        let old_tree = before.filter(|b| b.mode == "40000").map(|b| b.oid.clone());
+                        below.push((path, old_tree, entry.oid));
+                    }
+                    _ => {}
+                }
+            }
+            // Popped in tree order.
+            pending.extend(below.into_iter().rev());
+        }
+        links.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut outside = Vec::new();
+        for (path, oid) in links {
+            let (kind, target) = reader.contents(self, &oid)??;
+            if kind != "blob" {
+                return None;
+            }
+            let target = lossy(&target);
+            if escapes(Path::new(&path), Path::new(&target)) {
+                outside.push((path, target));
+            }
+        }
+        Some(outside)
     }
 }
 

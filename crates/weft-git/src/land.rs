@@ -283,17 +283,22 @@ impl Repo {
         parents: &[&Oid],
         message: &str,
     ) -> Result<Oid, GitError> {
-        let identity = self.identity_config()?.to_vec();
-        let mut call = self
-            .call()
-            .config(&identity)
-            .args(["commit-tree", tree.as_str()]);
-        for parent in parents {
-            call = call.args(["-p", parent.as_str()]);
-        }
-        let call = call.args(["-m", message]);
-        let text = call.text()?;
-        let commit = parse_oid(&call, &text)?;
+        let commit = match self.commit_tree_piped(tree, parents, message) {
+            Some(commit) => commit,
+            None => {
+                let identity = self.identity_config()?.to_vec();
+                let mut call = self
+                    .call()
+                    .config(&identity)
+                    .args(["commit-tree", tree.as_str()]);
+                for parent in parents {
+                    call = call.args(["-p", parent.as_str()]);
+                }
+                let call = call.args(["-m", message]);
+                let text = call.text()?;
+                parse_oid(&call, &text)?
+            }
+        };
         // What git stored: `-m` completes the last line (as `cat-file` would show it,
         // cut where `commit_objects` cuts).
         let mut stored = message.as_bytes().to_vec();
@@ -308,6 +313,32 @@ impl Repo {
             message: lossy(&stored),
         });
         Ok(commit)
+    }
+}
+
+impl Repo {
+    /// The commit `git commit-tree <tree> -p <parent>... -m <message>` writes, written
+    /// through the long-lived object writer (see `batch`): the same object but for the
+    /// second it is stamped with. `None` when git must write it itself: a writer failed,
+    /// the dates are fixed by the environment, the configuration could sign or re-encode
+    /// it, or the message holds a NUL (which no `-m` can).
+    fn commit_tree_piped(&self, tree: &Oid, parents: &[&Oid], message: &str) -> Option<Oid> {
+        if message.contains('\0') {
+            return None;
+        }
+        let processes = self.processes();
+        let idents = processes.idents(self).filter(|i| !i.commit_tree_only)?;
+        let mut object = format!("tree {tree}\n");
+        for parent in parents {
+            object.push_str(&format!("parent {parent}\n"));
+        }
+        object.push_str(&idents.lines());
+        object.push('\n');
+        object.push_str(message);
+        if !message.is_empty() && !message.ends_with('\n') {
+            object.push('\n');
+        }
+        processes.write_object(self, crate::batch::Kind::Commit, object.as_bytes())
     }
 }
 

@@ -2,7 +2,10 @@
 //!
 //! Everything here runs the real `git` program (no library reimplementation), always in a
 //! named folder (`git -C <dir>`), never interactively, with machine-readable output
-//! (`--porcelain`, `-z`) wherever git has it. Every failure is a [`GitError`] that names
+//! (`--porcelain`, `-z`) wherever git has it. What a run asks on every task goes to
+//! long-lived git processes a [`Repo`] keeps (the `batch` module: refs and trees read,
+//! single refs moved, objects written over pipes), each with the one-shot command as its
+//! fallback. Every failure is a [`GitError`] that names
 //! the repository and, for a failed command, the full command line, its exit status and
 //! its (bounded) standard error.
 //!
@@ -42,6 +45,7 @@
 //!
 //! Requires git 2.38 or newer ([`Git::check_version`]); Unix only.
 
+mod batch;
 mod cmd;
 mod commit;
 mod error;

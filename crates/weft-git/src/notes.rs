@@ -10,20 +10,23 @@
 //!   and one `git cat-file --batch`. A note over [`NOTE_LIMIT`] bytes is refused as
 //!   [`GitError::Unexpected`] rather than read into memory whole; a message is cut at
 //!   [`MESSAGE_LIMIT`].
-//! - **Writing** ([`Repo::set_note`]) is one `git notes --ref <ref> add -f -F -`: git
-//!   writes the blob, the notes tree (with its own fan-out) and a notes commit whose
-//!   parent is the ref's old commit, then moves the ref under its lock. It is not a
-//!   compare-and-swap against a value the caller read: two writers at once could lose one
-//!   note (never corrupt the ref). Why not plumbing with a compare-and-swap (`hash-object`,
-//!   `mktree`, `commit-tree`, `update-ref <new> <old>`): that is five or six processes per
-//!   note where this is one, and the note is written on every landing (`cargo bench -p
-//!   weft-git --bench notes` prints both: on the 2-core benchmark machine under heavy
-//!   load, the fastest note 4.3 ms against 15.6 ms, medians 2.6 times apart). The caller keeps to one writer at a time (weft
-//!   writes notes only from the engine, which holds the run, or from a control command
-//!   that refuses while an engine runs).
+//! - **Writing** ([`Repo::set_note`]) writes what `git notes --ref <ref> add -f` writes (the
+//!   note's blob, the notes trees, a notes commit whose parent is the ref's old commit, by
+//!   the same committer with git's message, logged as git logs it) through the handle's
+//!   long-lived git processes (see `batch`: `hash-object --stdin-paths`, `mktree
+//!   --batch`, and one `update-ref --stdin` transaction), and moves the ref with a
+//!   compare-and-swap from the commit it read. The note is written on every landing, and
+//!   that is a few pipe exchanges where one `git notes add` process was 1.3 ms more
+//!   (`cargo bench -p weft-git --bench notes`). When a process fails, the ref moved
+//!   meanwhile, or the text is one git would clean up (more than one line, surrounding
+//!   blanks), it runs `git notes add -f -F -` instead, which is not a compare-and-swap:
+//!   two writers at once could then lose one note (never corrupt the ref). The caller
+//!   keeps to one writer at a time (weft writes notes only from the engine, which holds
+//!   the run, or from a control command that refuses while an engine runs).
 //! - Only the notes ref moves; no checkout, index or other ref is read or written. A crash
 //!   leaves the ref at its old commit or at the new one.
 
+use crate::batch::Kind;
 use crate::repo::{lossy, parse_oid};
 use crate::{GitError, Oid, Repo};
 
@@ -172,6 +175,9 @@ impl Repo {
     /// (one `git notes add -f -F -`; see the module's contract).
     pub fn set_note(&self, notes_ref: &str, commit: &Oid, text: &str) -> Result<(), GitError> {
         self.check_full_ref(notes_ref)?;
+        if self.set_note_piped(notes_ref, commit, text).is_some() {
+            return Ok(());
+        }
         let identity = self.identity_config()?.to_vec();
         let call = self
             .call()
@@ -181,6 +187,108 @@ impl Repo {
             .stdin(text.as_bytes().to_vec());
         call.run()?;
         Ok(())
+    }
+}
+
+impl Repo {
+    /// [`Repo::set_note`] through the long-lived processes (see `batch`): the objects
+    /// `git notes add` writes (the note's blob, the notes trees, a notes commit whose
+    /// parent is the ref's commit, by the same committer with git's message) and the ref
+    /// moved with a compare-and-swap from the commit it was read at, logged as git logs
+    /// it. `None`, with nothing moved, when a process failed, the ref moved meanwhile, or
+    /// the text is one `git notes` would clean up (more than one line, surrounding
+    /// blanks): the caller then runs `git notes add`.
+    ///
+    /// The trees keep whatever fan-out they have (git reads any, and its next `git notes
+    /// add` redoes them); a note for a new object goes one level down, under the first
+    /// two hex digits of its id, so a large run's notes are written 256 to a tree rather
+    /// than all into one.
+    fn set_note_piped(&self, notes_ref: &str, commit: &Oid, text: &str) -> Option<()> {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        if body.is_empty() || body.contains(['\n', '\r']) || body.trim() != body {
+            return None;
+        }
+        let processes = self.processes();
+        let idents = processes.idents(self)?;
+        let current = processes.ref_targets(self, &[notes_ref])?.pop()?;
+        let top = match &current {
+            Some(notes) => {
+                let info = processes.info(self, &[&format!("{notes}^{{tree}}")])?;
+                Some(info.into_iter().next()??.oid)
+            }
+            None => None,
+        };
+        let blob = processes.write_object(self, Kind::Blob, format!("{body}\n").as_bytes())?;
+        let tree = self.place_note(top.as_ref(), commit.as_str(), true, &blob)?;
+        let parent = current
+            .as_ref()
+            .map_or(String::new(), |c| format!("parent {c}\n"));
+        let notes_commit = format!(
+            "tree {tree}\n{parent}{}\nNotes added by 'git notes add'\n",
+            idents.lines()
+        );
+        let new = processes.write_object(self, Kind::Commit, notes_commit.as_bytes())?;
+        let command = match &current {
+            Some(old) => format!("update {notes_ref} {new} {old}\n"),
+            None => format!("create {notes_ref} {new}\n"),
+        };
+        processes
+            .transaction(self, "notes: Notes added by 'git notes add'", &command)
+            .then_some(())
+    }
+
+    /// Notes tree `tree` (`None`: none yet) with the note of the object whose id is, past
+    /// the fan-out folders above, `rest` set to `blob`: replaced where it is, else put in
+    /// the fan-out folder of its next two digits when there is one (or at the top, where
+    /// one is made), else here.
+    fn place_note(&self, tree: Option<&Oid>, rest: &str, top: bool, blob: &Oid) -> Option<Oid> {
+        let processes = self.processes();
+        let content = match tree {
+            Some(tree) => match processes.contents(self, tree)?? {
+                (kind, content) if kind == "tree" => content,
+                _ => return None,
+            },
+            None => Vec::new(),
+        };
+        let hash_len = blob.as_str().len() / 2;
+        let entries = crate::batch::tree_entries(&content, hash_len)?;
+        let mut lines: Vec<(String, Oid, Vec<u8>)> = entries
+            .iter()
+            .map(|e| (e.mode.to_owned(), e.oid.clone(), e.name.to_vec()))
+            .collect();
+        let (fan, below) = rest.split_at(2);
+        let here = lines
+            .iter()
+            .position(|(mode, _, name)| mode != "40000" && name == rest.as_bytes());
+        let folder = lines
+            .iter()
+            .position(|(mode, _, name)| mode == "40000" && name == fan.as_bytes());
+        match (here, folder) {
+            (Some(index), _) => {
+                lines[index] = ("100644".into(), blob.clone(), rest.as_bytes().to_vec())
+            }
+            (None, Some(index)) if !below.is_empty() => {
+                let sub = self.place_note(Some(&lines[index].1.clone()), below, false, blob)?;
+                lines[index].1 = sub;
+            }
+            (None, _) if top && !below.is_empty() => {
+                let sub = self.place_note(None, below, false, blob)?;
+                lines.push(("40000".into(), sub, fan.as_bytes().to_vec()));
+            }
+            (None, _) => lines.push(("100644".into(), blob.clone(), rest.as_bytes().to_vec())),
+        }
+        let typed: Vec<crate::batch::TreeLine<'_>> = lines
+            .iter()
+            .map(|(mode, oid, name)| {
+                let kind = match mode.as_str() {
+                    "40000" => "tree",
+                    "160000" => "commit",
+                    _ => "blob",
+                };
+                (mode.as_str(), kind, oid, name.as_slice())
+            })
+            .collect();
+        processes.write_tree(self, &typed)
     }
 }
 

@@ -19,8 +19,11 @@ pub const FALLBACK_EMAIL: &str = "weft@localhost";
 /// A git working tree: the main checkout of a repository, or one of its linked worktrees.
 ///
 /// Every method runs the git CLI in [`Repo::root`] through the [`Git`] handle the
-/// repository was opened with. A `Repo` holds no open files and no locks; it is cheap to
-/// clone and safe to share between threads.
+/// repository was opened with. A `Repo` holds no locks; it is cheap to clone and safe to
+/// share between threads. What it asks on every task of a run (refs, trees, single-ref
+/// compare-and-swaps) goes to long-lived git processes it starts on first use and shares
+/// with its clones (see `batch`: they hold nothing between exchanges and end with the
+/// last handle).
 #[derive(Debug, Clone)]
 pub struct Repo {
     pub(crate) git: Git,
@@ -35,6 +38,8 @@ pub struct Repo {
     /// what weft wrote it need not ask git about again (a landing's merge is the next
     /// landing's base, and its evidence note needs its tree and trailers).
     written: Arc<Mutex<VecDeque<CommitObject>>>,
+    /// The long-lived git processes this handle and its clones share (see `batch`).
+    processes: Arc<crate::batch::Processes>,
 }
 
 /// How many commits a [`Repo`] handle remembers writing.
@@ -77,6 +82,10 @@ pub fn branch_ref(branch: &str) -> String {
 }
 
 impl Repo {
+    pub(crate) fn processes(&self) -> &crate::batch::Processes {
+        &self.processes
+    }
+
     /// Open the repository whose working tree contains `path`, with the default [`Git`]
     /// handle (inherited environment).
     pub fn open(path: impl AsRef<Path>) -> Result<Repo, GitError> {
@@ -148,6 +157,7 @@ impl Repo {
             common_dir: as_path(common_dir),
             identity: OnceLock::new(),
             written: Arc::default(),
+            processes: Arc::default(),
         })
     }
 
@@ -162,6 +172,30 @@ impl Repo {
             let _ = repo.identity.set(identity.clone());
         }
         Ok(repo)
+    }
+
+    /// A linked worktree of this repository at `root` whose git folder is `git_dir`, named
+    /// to git outright (`GIT_DIR` and `GIT_WORK_TREE`) rather than found: git does no
+    /// discovery for it, so nothing in the worktree (its `.git`) or its configuration
+    /// (`core.worktree`) can point git elsewhere. No git runs to open it.
+    pub(crate) fn located_worktree(&self, root: &Path, git_dir: &Path) -> Repo {
+        let identity = OnceLock::new();
+        if let Some(known) = self.identity.get() {
+            let _ = identity.set(known.clone());
+        }
+        Repo {
+            git: self
+                .git
+                .clone()
+                .env("GIT_DIR", git_dir)
+                .env("GIT_WORK_TREE", root),
+            root: self.absolute(root),
+            git_dir: git_dir.to_owned(),
+            common_dir: self.common_dir.clone(),
+            identity,
+            written: Arc::default(),
+            processes: Arc::default(),
+        }
     }
 
     /// The top level of this working tree.
@@ -355,8 +389,8 @@ impl Repo {
     pub fn create_branch(&self, name: &str, at: &Oid) -> Result<(), GitError> {
         self.check_branch_name(name)?;
         let reference = branch_ref(name);
-        let message = format!("branch: Created from {at}");
-        match self.update_ref_with(&reference, at, None, &message) {
+        // One message for every branch, so its writer process is reused (see `batch`).
+        match self.update_ref_with(&reference, at, None, "weft: create") {
             Ok(()) => Ok(()),
             Err(GitError::RefMoved {
                 found: Some(found), ..
@@ -441,6 +475,15 @@ impl Repo {
         message: &str,
     ) -> Result<(), GitError> {
         self.check_full_ref(reference)?;
+        let command = match expected {
+            Some(old) => format!("update {reference} {new} {old}\n"),
+            None => format!("create {reference} {new}\n"),
+        };
+        if self.processes.transaction(self, message, &command) {
+            return Ok(());
+        }
+        // Refused, or the writer failed: the one-shot command gives the answer it always
+        // gave (and waits out a lock another git holds).
         let call = self.call().args(["update-ref", "-m", message, "--"]).args([
             reference,
             new.as_str(),

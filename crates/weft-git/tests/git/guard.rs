@@ -157,6 +157,47 @@ fn a_tampered_worktree_is_named_before_any_git_runs_there() {
 }
 
 #[test]
+fn an_inspected_worktree_is_committed_where_weft_made_it_whatever_its_git_file_says_later() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let base = fx.main();
+    let made = repo
+        .add_attempt_worktree(fx.worktrees_dir().join("r/here"), "weft/r/here", &base)
+        .unwrap();
+    let other = repo
+        .add_attempt_worktree(fx.worktrees_dir().join("r/other"), "weft/r/other", &base)
+        .unwrap();
+    fs::write(made.path.join("work.txt"), "the agent's work\n").unwrap();
+    let worktree = repo
+        .inspect_worktree(&made.path, &made.admin)
+        .unwrap()
+        .expect("the worktree is intact");
+    assert_eq!(worktree.root(), made.path);
+    // Something left running rewrites `.git` after the inspection, to another worktree's
+    // admin folder: weft's git never looks at it.
+    fs::write(
+        made.path.join(".git"),
+        format!("gitdir: {}\n", other.admin.display()),
+    )
+    .unwrap();
+    let commit = worktree
+        .commit_all::<&str>("weft: task", &[])
+        .unwrap()
+        .expect("the work is committed");
+    assert_eq!(
+        fs::read_to_string(made.admin.join("HEAD")).unwrap().trim(),
+        commit.as_str(),
+        "the commit is on the worktree's own HEAD"
+    );
+    assert_eq!(
+        fs::read_to_string(other.admin.join("HEAD")).unwrap().trim(),
+        base.as_str(),
+        "the other worktree's HEAD did not move"
+    );
+    assert_eq!(fx.tree_paths(commit.as_str()), ["README.md", "work.txt"]);
+}
+
+#[test]
 fn several_refs_move_together_or_not_at_all() {
     let fx = Fixture::new();
     let repo = fx.open();

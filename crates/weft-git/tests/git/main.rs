@@ -1,6 +1,7 @@
 //! weft-git against real git in temporary repositories (hermetic: fixed HOME, no user or
 //! system git config).
 
+mod batch;
 mod commit;
 mod guard;
 mod handoff;
