@@ -17,8 +17,9 @@
 //!   record is in the store) and re-creates the note of a landing whose note names another
 //!   tree (a rebuild whose [`carry`] was cut short). A note weft cannot write is a notice,
 //!   never a failed landing: the work landed, and the next start writes the note.
-//! - **Cost.** A landing's note is one git process, `git notes add` (`weft_git`'s `notes`
-//!   module says why not plumbing): the merge's tree and trailers come from the
+//! - **Cost.** A landing's note is written over the repository handle's long-lived git
+//!   processes (`weft_git`'s `notes` module: no git process of its own at a landing, one
+//!   `git notes add` when those fail): the merge's tree and trailers come from the
 //!   repository handle that wrote the merge (`Repo::commit_objects` answers from the
 //!   commits it wrote; elsewhere, as in `repair`, one `cat-file --batch` reads them).
 //!   `cargo bench -p weft-git --bench notes` prints both figures.

@@ -1,15 +1,15 @@
 //! The cost of a landing's evidence: its note (what `weft_engine::evidence::attach`
-//! does: at a landing one `git notes add`, the merge's tree and trailers being known from
-//! the `commit-tree` that wrote it; cold, as `repair` does, one `git cat-file --batch`
-//! first) and its trailers, as the notes ref grows to 10, 100 and 1,000 notes.
+//! does: at a landing `Repo::set_note` over the handle's long-lived git processes, the
+//! merge's tree and trailers being known from the commit it wrote; cold, as `repair` does,
+//! one `git cat-file --batch` first) and its trailers, as the notes ref grows to 10, 100
+//! and 1,000 notes.
 //!
 //! A chain of 1,000 landing-like merge commits (with weft's trailers) is generated with
 //! `git fast-import`; then each gets its note, one by one, timed. The figures are the
 //! median per note over the notes written while the ref held 1–10, 11–100 and 101–1,000
-//! notes, so the curve is visible. The same is done on a copy of the repository with the
-//! plumbing alternative weft did not take (`hash-object`, `ls-tree`, `mktree`,
-//! `commit-tree`, `update-ref <new> <old>`: a compare-and-swap, five processes), to show
-//! why. The trailers' cost is the merge commit's `commit-tree` with and without them.
+//! notes, so the curve is visible. The same is done on a copy of the repository with one
+//! `git notes add` process per note (what weft did before), for comparison. The
+//! trailers' cost is the merge commit's `commit-tree` with and without them.
 //!
 //! Timing is reported, never asserted. `WEFT_BENCH_QUICK=1` stops at 100 notes.
 
@@ -76,8 +76,8 @@ fn main() {
         })
         .collect();
 
-    // At a landing the merge's tree and trailers are known (weft wrote the merge with
-    // `commit-tree` and remembers it): the note is the `git notes add` alone.
+    // At a landing the merge's tree and trailers are known (weft wrote the merge and
+    // remembers it): the note is `set_note` alone.
     let landing_dir = env.root().join("landing");
     copy_tree(&template, &landing_dir);
     let landing_repo = git.open(&landing_dir).expect("the repository opens");
@@ -114,21 +114,23 @@ fn main() {
         "every commit has its note"
     );
 
-    let plumbing_dir = env.root().join("plumbing");
-    copy_tree(&template, &plumbing_dir);
-    let plumbing_times: Vec<Duration> = commits
+    // What a note cost before the long-lived processes: one `git notes add` per note
+    // (with the `rev-parse` of the tree the note names, as the note needs it).
+    let one_shot_dir = env.root().join("one-shot");
+    copy_tree(&template, &one_shot_dir);
+    let one_shot_times: Vec<Duration> = commits
         .iter()
         .map(|commit| {
             let start = Instant::now();
-            plumbing_note(&env, &plumbing_dir, commit, &note);
+            one_shot_note(&env, &one_shot_dir, commit, &note);
             start.elapsed()
         })
         .collect();
-    let listed = git_out(&env, &plumbing_dir, &["notes", "--ref", NOTES, "list"]);
+    let listed = git_out(&env, &one_shot_dir, &["notes", "--ref", NOTES, "list"]);
     assert_eq!(
         listed.lines().count(),
         commits.len(),
-        "every plumbing note is there"
+        "every one-shot note is there"
     );
 
     println!("per note, median (min, max) while the notes ref held:");
@@ -144,18 +146,18 @@ fn main() {
             )
         };
         println!(
-            "  {:>5}–{:<5} notes  at a landing (notes add) {}   cold (cat-file + notes add) {}   plumbing with CAS {}",
+            "  {:>5}–{:<5} notes  at a landing (pipes) {}   cold (cat-file + pipes) {}   one git notes add {}",
             from + 1,
             size,
             window(&landing_times),
             window(&weft_times),
-            window(&plumbing_times)
+            window(&one_shot_times)
         );
         from = size;
     }
     println!(
-        "ratio plumbing/weft over all notes: {:.2}x (medians; cold/landing {:.2}x)",
-        ms(median(&plumbing_times)) / ms(median(&weft_times)),
+        "ratio one-shot/landing over all notes: {:.2}x (medians; cold/landing {:.2}x)",
+        ms(median(&one_shot_times)) / ms(median(&landing_times)),
         ms(median(&weft_times)) / ms(median(&landing_times))
     );
 
@@ -223,40 +225,28 @@ fn sample_note() -> String {
     text
 }
 
-/// The plumbing way: blob, the flat notes tree rewritten whole, a notes commit, and a
-/// compare-and-swap of the ref.
-fn plumbing_note(env: &Hermetic, dir: &Path, commit: &Oid, note: &str) {
-    let old = git_try(env, dir, &["rev-parse", "-q", "--verify", NOTES]);
+/// The way weft wrote a note before: one `git notes add -f -F -` process.
+fn one_shot_note(env: &Hermetic, dir: &Path, commit: &Oid, note: &str) {
     let tree = git_out(
         env,
         dir,
         &["rev-parse", &format!("{}^{{tree}}", commit.as_str())],
     );
-    let blob = git_in(
+    git_in(
         env,
         dir,
-        &["hash-object", "-w", "--stdin"],
+        &[
+            "notes",
+            "--ref",
+            NOTES,
+            "add",
+            "-f",
+            "-F",
+            "-",
+            commit.as_str(),
+        ],
         note.replace("TREE", tree.trim()).as_bytes(),
     );
-    let mut entries = match &old {
-        Some(old) => git_out(env, dir, &["ls-tree", old.trim()]),
-        None => String::new(),
-    };
-    let _ = writeln!(entries, "100644 blob {}\t{}", blob.trim(), commit.as_str());
-    let notes_tree = git_in(env, dir, &["mktree"], entries.as_bytes());
-    let mut args = vec![
-        "commit-tree",
-        notes_tree.trim(),
-        "-m",
-        "Notes added by weft",
-    ];
-    if let Some(old) = &old {
-        args.extend(["-p", old.trim()]);
-    }
-    let new = git_out(env, dir, &args);
-    let mut update = vec!["update-ref", NOTES, new.trim()];
-    update.push(old.as_deref().map_or("", str::trim));
-    git_out(env, dir, &update);
 }
 
 /// A repository with a chain of `count` merge commits (each with weft's trailers) on
@@ -339,19 +329,6 @@ fn copy_tree(from: &Path, to: &Path) {
 
 fn git_out(env: &Hermetic, dir: &Path, args: &[&str]) -> String {
     git_in(env, dir, args, b"")
-}
-
-fn git_try(env: &Hermetic, dir: &Path, args: &[&str]) -> Option<String> {
-    let out = env
-        .command("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git starts");
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn git_in(env: &Hermetic, dir: &Path, args: &[&str], input: &[u8]) -> String {

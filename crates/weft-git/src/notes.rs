@@ -5,7 +5,7 @@
 //!
 //! - **Reading** is bulk and bounded in processes: [`Repo::commit_objects`] reads the tree
 //!   and message of any number of commits with one `git cat-file --batch` (none when the
-//!   handle wrote them all itself with `commit-tree` lately: a landing's merge);
+//!   handle wrote them all itself lately: a landing's merge);
 //!   [`Repo::notes_of`] reads the notes of any number of commits with one `git notes list`
 //!   and one `git cat-file --batch`. A note over [`NOTE_LIMIT`] bytes is refused as
 //!   [`GitError::Unexpected`] rather than read into memory whole; a message is cut at
@@ -16,8 +16,8 @@
 //!   long-lived git processes (see `batch`: `hash-object --stdin-paths`, `mktree
 //!   --batch`, and one `update-ref --stdin` transaction), and moves the ref with a
 //!   compare-and-swap from the commit it read. The note is written on every landing, and
-//!   that is a few pipe exchanges where one `git notes add` process was 1.3 ms more
-//!   (`cargo bench -p weft-git --bench notes`). When a process fails, the ref moved
+//!   that is a few pipe exchanges where one `git notes add` process costs about 1.9 ms
+//!   more (`cargo bench -p weft-git --bench notes` prints both). When a process fails, the ref moved
 //!   meanwhile, or the text is one git would clean up (more than one line, surrounding
 //!   blanks), it runs `git notes add -f -F -` instead, which is not a compare-and-swap:
 //!   two writers at once could then lose one note (never corrupt the ref). The caller
@@ -172,7 +172,8 @@ impl Repo {
     }
 
     /// Attach `text` to `commit` as its note under `notes_ref`, replacing the one there
-    /// (one `git notes add -f -F -`; see the module's contract).
+    /// (over the long-lived processes, else one `git notes add -f -F -`; see the module's
+    /// contract).
     pub fn set_note(&self, notes_ref: &str, commit: &Oid, text: &str) -> Result<(), GitError> {
         self.check_full_ref(notes_ref)?;
         if self.set_note_piped(notes_ref, commit, text).is_some() {
