@@ -3,37 +3,18 @@
 //! as the one-shot commands, fresh after other processes move things, and no git process
 //! per question once they run.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 use weft_git::{GitError, Oid};
 
-use crate::support::Fixture;
+use crate::support::{Fixture, wrapped_git};
 
 /// A git that appends each command line it is started with to `<root>/git-log`.
 fn logging_git(fx: &Fixture) -> (PathBuf, PathBuf) {
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
     let log = fx.env.root().join("git-log");
-    let wrapper = fx.env.root().join("git-logging");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{log}'\nexec '{real}' \"$@\"\n",
-            log = log.display(),
-            real = real.trim()
-        ),
-    )
-    .unwrap();
-    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (wrapper, log)
+    let prelude = format!("printf '%s\\n' \"$*\" >> '{}'", log.display());
+    (wrapped_git(fx, "git-logging", &prelude), log)
 }
 
 fn logged(log: &Path) -> Vec<String> {
@@ -240,8 +221,7 @@ fn notes_written_over_the_pipe_are_the_objects_git_notes_add_writes() {
     // What `git notes add` stores, in a second repository with the same commits.
     let other = Fixture::new();
     let their = commits(&other, 3);
-    for (ours, theirs) in made.iter().zip(&their) {
-        repo.set_note(NOTES, ours, "{\"n\":1}").unwrap();
+    let git_note = |commit: &Oid, text: &str| {
         other.run(&[
             "notes",
             "--ref",
@@ -249,21 +229,16 @@ fn notes_written_over_the_pipe_are_the_objects_git_notes_add_writes() {
             "add",
             "-f",
             "-m",
-            "{\"n\":1}",
-            theirs.as_str(),
+            text,
+            commit.as_str(),
         ]);
+    };
+    for (ours, theirs) in made.iter().zip(&their) {
+        repo.set_note(NOTES, ours, "{\"n\":1}").unwrap();
+        git_note(theirs, "{\"n\":1}");
     }
     repo.set_note(NOTES, &made[0], "{\"n\":2}\n").unwrap();
-    other.run(&[
-        "notes",
-        "--ref",
-        NOTES,
-        "add",
-        "-f",
-        "-m",
-        "{\"n\":2}",
-        their[0].as_str(),
-    ]);
+    git_note(&their[0], "{\"n\":2}");
     for (ours, theirs) in made.iter().zip(&their) {
         assert_eq!(
             fx.run(&["notes", "--ref", NOTES, "show", ours.as_str()]),

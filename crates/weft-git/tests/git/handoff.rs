@@ -522,27 +522,12 @@ fn a_refusal_names_a_screenful_of_paths_and_counts_the_rest() {
 /// A git that dies of SIGINT the first time it is started (a Ctrl-C landing in the
 /// moment a child is still in weft's process group), then behaves.
 fn git_killed_once_by_ctrl_c(fx: &Fixture) -> std::path::PathBuf {
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
     let flag = fx.env.root().join("killed-once");
-    let wrapper = fx.env.root().join("git-killed-once");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nif [ ! -e '{flag}' ]; then : > '{flag}'; kill -INT $$; fi\nexec '{real}' \"$@\"\n",
-            flag = flag.display(),
-            real = real.trim()
-        ),
-    )
-    .unwrap();
-    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    wrapper
+    let prelude = format!(
+        "if [ ! -e '{flag}' ]; then : > '{flag}'; kill -INT $$; fi",
+        flag = flag.display()
+    );
+    crate::support::wrapped_git(fx, "git-killed-once", &prelude)
 }
 
 #[test]

@@ -173,3 +173,26 @@ pub fn git_for(env: &Hermetic) -> Git {
 
 /// Two lines of three: a base file whose middle line two branches can fight over.
 pub const BASE_TEXT: &str = "one\ntwo\nthree\n";
+
+/// A script `<root>/<name>` that runs the shell line `prelude`, then the real git with its
+/// arguments: a git that logs, or misbehaves once, for tests to start as their git.
+pub fn wrapped_git(fx: &Fixture, name: &str, prelude: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .expect("sh starts")
+            .stdout,
+    )
+    .expect("a path");
+    let wrapper = fx.env.root().join(name);
+    fs::write(
+        &wrapper,
+        format!("#!/bin/sh\n{prelude}\nexec '{}' \"$@\"\n", real.trim()),
+    )
+    .expect("the script is written");
+    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("the script is made executable");
+    wrapper
+}
