@@ -261,9 +261,90 @@ impl Task {
         format!("#{} {:?}", self.order, self.id)
     }
 
+    /// What a plan map or `weft status --json` shows of it.
+    pub fn view(&self) -> TaskView<'_> {
+        TaskView {
+            order: self.order,
+            id: &self.id,
+            title: &self.title,
+            status: self.status,
+            hold: self.hold,
+            kind: self.kind,
+            runner: self.runner.as_deref(),
+            model: self.model.as_deref(),
+            effort: self.effort.as_deref(),
+            mode: self.mode.as_deref(),
+            checks: Strings::Owned(&self.checks),
+            dependencies: Strings::Owned(&self.dependencies),
+            limits: self.limits,
+            verdict: self.verdict.as_ref(),
+        }
+    }
+
     /// The runner this task uses once the plan default is applied.
     pub fn effective_runner<'a>(&'a self, plan_default: Option<&'a str>) -> Option<&'a str> {
         self.runner.as_deref().or(plan_default)
+    }
+}
+
+/// A task as a plan map or `weft status --json` shows it, borrowed from wherever it
+/// lives: a [`Task`] ([`Task::view`]) or a row of a stored outline (weft-store's
+/// `Outline`, which builds no `Task` at all). It holds everything those two show and
+/// nothing only running a task needs (prompt, description, command, steps, output).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskView<'a> {
+    pub order: u32,
+    pub id: &'a str,
+    pub title: &'a str,
+    pub status: TaskStatus,
+    pub hold: bool,
+    pub kind: TaskKind,
+    pub runner: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub effort: Option<&'a str>,
+    pub mode: Option<&'a str>,
+    pub checks: Strings<'a>,
+    pub dependencies: Strings<'a>,
+    pub limits: crate::limits::TaskLimits,
+    pub verdict: Option<&'a Verdict>,
+}
+
+impl<'a> TaskView<'a> {
+    /// The runner this task uses once the plan default is applied (see
+    /// [`Task::effective_runner`]).
+    pub fn effective_runner(&self, plan_default: Option<&'a str>) -> Option<&'a str> {
+        self.runner.or(plan_default)
+    }
+}
+
+/// A list of strings, borrowed: owned items, or the stored text of a list that needs no
+/// escape (`["a","b"]` held as `a","b`, its items joined by `","`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Strings<'a> {
+    Owned(&'a [String]),
+    /// The text between the outer `["` and `"]` of a JSON list whose items hold no `"`,
+    /// `\\` or control character; `None` for the empty list.
+    Joined(Option<&'a str>),
+}
+
+impl<'a> Strings<'a> {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Strings::Owned(items) => items.is_empty(),
+            Strings::Joined(joined) => joined.is_none(),
+        }
+    }
+
+    /// The items, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        let (owned, joined) = match *self {
+            Strings::Owned(items) => (Some(items.iter().map(String::as_str)), None),
+            Strings::Joined(joined) => (None, joined.map(|j| j.split("\",\""))),
+        };
+        owned
+            .into_iter()
+            .flatten()
+            .chain(joined.into_iter().flatten())
     }
 }
 

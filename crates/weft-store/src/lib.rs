@@ -16,6 +16,7 @@ mod busy;
 mod error;
 mod limits;
 mod migrations;
+mod outline;
 mod output;
 mod planning;
 mod rows;
@@ -38,6 +39,7 @@ pub use busy::{BusyWait, LockHolder};
 pub use error::StoreError;
 pub use limits::IdleAttempt;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
+pub use outline::Outline;
 pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
 pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
@@ -491,8 +493,23 @@ impl Store {
         self.load(id, rows::Detail::Outline)
     }
 
+    /// What [`Store::plan_outline`] gives, without a `Task` per row (see [`Outline`]):
+    /// what `weft status` reads. A damaged row is refused as `plan_outline` refuses it.
+    pub fn outline(&self, id: &str) -> Result<Outline, StoreError> {
+        self.checked(id, rows::load_outline(&self.conn, id))
+    }
+
     fn load(&self, id: &str, detail: rows::Detail) -> Result<Plan, StoreError> {
-        rows::load_plan(&self.conn, id, detail)
+        self.checked(id, rows::load_plan(&self.conn, id, detail))
+    }
+
+    /// A load's answer: the plan's, an unknown plan, damage or SQLite's error.
+    fn checked<T>(
+        &self,
+        id: &str,
+        loaded: rusqlite::Result<Option<rows::Checked<T>>>,
+    ) -> Result<T, StoreError> {
+        loaded
             .map_err(|e| self.sqlite(e))?
             .ok_or_else(|| StoreError::UnknownPlan {
                 reference: id.to_owned(),

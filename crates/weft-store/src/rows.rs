@@ -155,7 +155,7 @@ fn parse_list<T: serde::de::DeserializeOwned>(
 /// directly; anything else (spaces, escapes, damage) goes through `serde_json`, so the
 /// answer is the same for every input. A dependency list is the one list nearly every
 /// task has, and a general parse of it cost a sixth of loading a large plan.
-fn parse_strings(text: &str, what: &str, task: &str) -> Checked<Vec<String>> {
+pub(crate) fn parse_strings(text: &str, what: &str, task: &str) -> Checked<Vec<String>> {
     if let Some(list) = split_plain_strings(text) {
         return Ok(list);
     }
@@ -166,9 +166,25 @@ fn parse_strings(text: &str, what: &str, task: &str) -> Checked<Vec<String>> {
 /// character inside them; `None` for any other text. One pass over the whole list checks
 /// the bytes (what the compiler vectorizes), then each `"` found must be a `","`.
 fn split_plain_strings(text: &str) -> Option<Vec<String>> {
+    let Some(items) = plain_list_items(text)? else {
+        return Some(Vec::new());
+    };
+    Some(
+        weft_core::Strings::Joined(Some(items))
+            .iter()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// The items of a list [`split_plain_strings`] answers for, borrowed as they are stored:
+/// `Some(None)` for `[]`, `Some(Some("a\",\"b"))` for `["a","b"]` (the text between the
+/// outer `["` and `"]`, what [`weft_core::Strings::Joined`] holds); `None` for any text
+/// it leaves to `serde_json`.
+pub(crate) fn plain_list_items(text: &str) -> Option<Option<&str>> {
     let inner = text.strip_prefix('[')?.strip_suffix(']')?;
     if inner.is_empty() {
-        return Some(Vec::new());
+        return Some(None);
     }
     let plain = inner
         .bytes()
@@ -177,14 +193,11 @@ fn split_plain_strings(text: &str) -> Option<Vec<String>> {
         return None;
     }
     let items = inner.strip_prefix('"')?.strip_suffix('"')?;
-    let mut list = Vec::with_capacity(items.bytes().filter(|&b| b == b'"').count() / 2 + 1);
     let mut rest = items;
     while let Some(end) = rest.find('"') {
-        list.push(rest[..end].to_owned());
         rest = rest[end..].strip_prefix("\",\"")?;
     }
-    list.push(rest.to_owned());
-    Some(list)
+    Some(Some(items))
 }
 
 fn parse_status<T>(text: &str, parse: fn(&str) -> Option<T>, what: &str) -> Checked<T> {
@@ -314,6 +327,29 @@ pub(crate) fn load_plan(
     id: &str,
     detail: Detail,
 ) -> rusqlite::Result<Option<Checked<Plan>>> {
+    let head = match plan_head(conn, id)? {
+        Some(Ok(head)) => head,
+        Some(Err(detail)) => return Ok(Some(Err(detail))),
+        None => return Ok(None),
+    };
+
+    let mut select_tasks = conn.prepare_cached(&format!(
+        "SELECT {} FROM tasks WHERE plan_id = ?1 ORDER BY position",
+        detail.columns()
+    ))?;
+    let mut tasks = Vec::new();
+    let mut rows = select_tasks.query([id])?;
+    while let Some(row) = rows.next()? {
+        match task_from_row(row, detail) {
+            Ok(task) => tasks.push(task),
+            Err(detail) => return Ok(Some(Err(detail))),
+        }
+    }
+    Ok(Some(Ok(Plan { tasks, ..head })))
+}
+
+/// The plan's own row as a [`Plan`] without tasks, or `None` when no plan has that id.
+fn plan_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<Checked<Plan>>> {
     let head = conn
         .query_row(
             "SELECT goal, status, runner, created_at, updated_at, revision FROM plans WHERE id = ?1",
@@ -333,33 +369,72 @@ pub(crate) fn load_plan(
     let Some((goal, status, runner, created_at, updated_at, revision)) = head else {
         return Ok(None);
     };
+    Ok(Some(
+        parse_status(&status, PlanStatus::parse, "plan status").map(|status| Plan {
+            id: id.to_owned(),
+            goal,
+            status,
+            created_at,
+            updated_at,
+            runner,
+            revision: u64::try_from(revision).unwrap_or(0),
+            tasks: Vec::new(),
+        }),
+    ))
+}
 
+/// The plan's outline ([`crate::Outline`]), or `None` when no plan has that id: the rows
+/// [`load_plan`] reads for [`Detail::Outline`], decoded by the same rules, checked whole
+/// before the caller sees any of it, and copied into the outline's one block of text
+/// instead of a `Task` each.
+pub(crate) fn load_outline(
+    conn: &Connection,
+    id: &str,
+) -> rusqlite::Result<Option<Checked<crate::Outline>>> {
+    let head = match plan_head(conn, id)? {
+        Some(Ok(head)) => head,
+        Some(Err(detail)) => return Ok(Some(Err(detail))),
+        None => return Ok(None),
+    };
     let mut select_tasks = conn.prepare_cached(&format!(
         "SELECT {} FROM tasks WHERE plan_id = ?1 ORDER BY position",
-        detail.columns()
+        Detail::Outline.columns()
     ))?;
-    let mut tasks = Vec::new();
+    let mut outline = crate::Outline::new(head);
     let mut rows = select_tasks.query([id])?;
     while let Some(row) = rows.next()? {
-        match task_from_row(row, detail) {
-            Ok(task) => tasks.push(task),
-            Err(detail) => return Ok(Some(Err(detail))),
+        if let Err(detail) = outline_row(row).and_then(|texts| outline.push(texts)) {
+            return Ok(Some(Err(detail)));
         }
     }
-    let status = match parse_status(&status, PlanStatus::parse, "plan status") {
-        Ok(status) => status,
-        Err(detail) => return Ok(Some(Err(detail))),
-    };
-    Ok(Some(Ok(Plan {
-        id: id.to_owned(),
-        goal,
-        status,
-        created_at,
-        updated_at,
-        runner,
-        revision: u64::try_from(revision).unwrap_or(0),
-        tasks,
-    })))
+    Ok(Some(Ok(outline)))
+}
+
+/// The columns of one outline row, as [`task_from_row`] reads them.
+fn outline_row<'r>(row: &'r Row<'_>) -> Checked<crate::outline::RowTexts<'r>> {
+    let id = required(row, 0, "id")?;
+    Ok(crate::outline::RowTexts {
+        id,
+        title: required(row, 2, "title")?,
+        order: row.get(1).map_err(|e| e.to_string())?,
+        runner: text_at(row, 5, "runner")?,
+        model: text_at(row, 6, "model")?,
+        effort: text_at(row, 7, "effort")?,
+        mode: text_at(row, 8, "mode")?,
+        kind: parse_status(required(row, 9, "kind")?, TaskKind::parse, "task kind")?,
+        checks: required(row, 12, "checks")?,
+        status: parse_status(
+            required(row, 13, "status")?,
+            TaskStatus::parse,
+            "task status",
+        )?,
+        hold: row.get(14).map_err(|e| e.to_string())?,
+        verdict: text_at(row, 15, "verdict")?
+            .map(|v| parse_json(v, "verdict", id))
+            .transpose()?,
+        dependencies: required(row, 18, "dependencies")?,
+        limits: limits_from_row(row, id)?,
+    })
 }
 
 pub(crate) fn plan_summaries(

@@ -122,7 +122,7 @@ pub fn report_lines(lines: &[String], json: bool) -> CliResult {
 /// `NO_COLOR`), the map is rendered without it and written through a buffer, not
 /// filtered: the same bytes, without scanning a large plan's map for escape codes.
 pub fn print_plan_map(
-    plan: &weft_core::Plan,
+    plan: crate::render::PlanView<'_>,
     default_runner: &str,
     usage: &std::collections::HashMap<String, crate::render::TaskUsage>,
 ) -> CliResult {
