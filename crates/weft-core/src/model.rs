@@ -336,15 +336,43 @@ impl<'a> Strings<'a> {
     }
 
     /// The items, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &'a str> + use<'a> {
-        let (owned, joined) = match *self {
-            Strings::Owned(items) => (Some(items.iter().map(String::as_str)), None),
-            Strings::Joined(joined) => (None, joined.map(|j| j.split("\",\""))),
-        };
-        owned
-            .into_iter()
-            .flatten()
-            .chain(joined.into_iter().flatten())
+    pub fn iter(&self) -> StringsIter<'a> {
+        match *self {
+            Strings::Owned(items) => StringsIter::Owned(items.iter()),
+            Strings::Joined(joined) => StringsIter::Joined(joined),
+        }
+    }
+}
+
+/// The items of a [`Strings`].
+#[derive(Debug, Clone)]
+pub enum StringsIter<'a> {
+    Owned(std::slice::Iter<'a, String>),
+    /// What is left of the joined text.
+    Joined(Option<&'a str>),
+}
+
+impl<'a> Iterator for StringsIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        match self {
+            StringsIter::Owned(items) => items.next().map(String::as_str),
+            StringsIter::Joined(rest) => {
+                let text = (*rest)?;
+                // Items hold no `"`: the next one is where `","` begins.
+                match text.find('"') {
+                    Some(end) => {
+                        *rest = Some(text.get(end + 3..).unwrap_or_default());
+                        Some(&text[..end])
+                    }
+                    None => {
+                        *rest = None;
+                        Some(text)
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -39,7 +39,7 @@ pub use busy::{BusyWait, LockHolder};
 pub use error::StoreError;
 pub use limits::IdleAttempt;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
-pub use outline::Outline;
+pub use outline::{Outline, OutlineTasks};
 pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
 pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,

@@ -87,9 +87,23 @@ impl Outline {
         self.entries.is_empty()
     }
 
+    /// Whether any task has limits of its own (most plans have none: a caller looking
+    /// for them can skip the tasks).
+    pub fn any_limits(&self) -> bool {
+        !self.limits.is_empty()
+    }
+
     /// Every task, in order.
-    pub fn tasks(&self) -> impl ExactSizeIterator<Item = TaskView<'_>> + Clone {
-        self.entries.iter().map(|entry| self.view(entry))
+    pub fn tasks(&self) -> OutlineTasks<'_> {
+        OutlineTasks {
+            outline: self,
+            entries: self.entries.iter(),
+        }
+    }
+
+    /// Whether any task's status is `status` (no [`TaskView`] made for it).
+    pub fn any_status(&self, status: TaskStatus) -> bool {
+        self.entries.iter().any(|entry| entry.status == status)
     }
 
     fn view(&self, entry: &Entry) -> TaskView<'_> {
@@ -161,6 +175,27 @@ impl Outline {
 fn index(len: usize) -> u32 {
     u32::try_from(len - 1).expect("fewer than 4 billion tasks")
 }
+
+/// The tasks of an [`Outline`], in order ([`Outline::tasks`]).
+#[derive(Debug, Clone)]
+pub struct OutlineTasks<'a> {
+    outline: &'a Outline,
+    entries: std::slice::Iter<'a, Entry>,
+}
+
+impl<'a> Iterator for OutlineTasks<'a> {
+    type Item = TaskView<'a>;
+
+    fn next(&mut self) -> Option<TaskView<'a>> {
+        self.entries.next().map(|entry| self.outline.view(entry))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+}
+
+impl ExactSizeIterator for OutlineTasks<'_> {}
 
 /// One row's columns as the loader read them, borrowed from SQLite.
 pub(crate) struct RowTexts<'r> {

@@ -257,6 +257,12 @@ impl Detail {
 
 /// Columns 19 to 22: the task's own limits, each NULL when unset.
 fn limits_from_row(row: &Row<'_>, id: &str) -> Checked<weft_core::TaskLimits> {
+    limits_at(row, 19, id)
+}
+
+/// The four limit columns from `first` on (`timeout_ms`, `idle_timeout_ms`, `budget_usd`,
+/// `budget_tokens`).
+fn limits_at(row: &Row<'_>, first: usize, id: &str) -> Checked<weft_core::TaskLimits> {
     let number = |index: usize| -> Checked<Option<i64>> {
         row.get(index)
             .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))
@@ -271,13 +277,13 @@ fn limits_from_row(row: &Row<'_>, id: &str) -> Checked<weft_core::TaskLimits> {
             .transpose()
     };
     let usd: Option<f64> = row
-        .get(21)
+        .get(first + 2)
         .map_err(|e| format!("task {id:?}: budget_usd is not a number: {e}"))?;
     Ok(weft_core::TaskLimits {
-        timeout: duration(19)?,
-        idle_timeout: duration(20)?,
+        timeout: duration(first)?,
+        idle_timeout: duration(first + 1)?,
         budget_usd: usd.filter(|u| u.is_finite() && *u > 0.0),
-        budget_tokens: number(22)?.and_then(|t| u64::try_from(t).ok()),
+        budget_tokens: number(first + 3)?.and_then(|t| u64::try_from(t).ok()),
     })
 }
 
@@ -396,10 +402,16 @@ pub(crate) fn load_outline(
         Some(Err(detail)) => return Ok(Some(Err(detail))),
         None => return Ok(None),
     };
-    let mut select_tasks = conn.prepare_cached(&format!(
-        "SELECT {} FROM tasks WHERE plan_id = ?1 ORDER BY position",
-        Detail::Outline.columns()
-    ))?;
+    // What `Detail::Outline` selects, in another order: two flags say whether a row has
+    // any of the four settings or any of the four limits, so a row with none (nearly
+    // every row) is not asked for those eight NULLs one by one.
+    let mut select_tasks = conn.prepare_cached(
+        "SELECT id, position, title, kind, checks, status, hold, verdict, dependencies,
+                coalesce(runner, model, effort, mode) IS NOT NULL, runner, model, effort, mode,
+                coalesce(timeout_ms, idle_timeout_ms, budget_usd, budget_tokens) IS NOT NULL,
+                timeout_ms, idle_timeout_ms, budget_usd, budget_tokens
+         FROM tasks WHERE plan_id = ?1 ORDER BY position",
+    )?;
     let mut outline = crate::Outline::new(head);
     let mut rows = select_tasks.query([id])?;
     while let Some(row) = rows.next()? {
@@ -410,31 +422,43 @@ pub(crate) fn load_outline(
     Ok(Some(Ok(outline)))
 }
 
-/// The columns of one outline row, as [`task_from_row`] reads them.
+/// The columns of one outline row (see [`load_outline`]'s query), as [`task_from_row`]
+/// reads them.
 fn outline_row<'r>(row: &'r Row<'_>) -> Checked<crate::outline::RowTexts<'r>> {
     let id = required(row, 0, "id")?;
-    Ok(crate::outline::RowTexts {
+    let flag = |index: usize| -> Checked<bool> { row.get(index).map_err(|e| e.to_string()) };
+    let mut texts = crate::outline::RowTexts {
         id,
-        title: required(row, 2, "title")?,
         order: row.get(1).map_err(|e| e.to_string())?,
-        runner: text_at(row, 5, "runner")?,
-        model: text_at(row, 6, "model")?,
-        effort: text_at(row, 7, "effort")?,
-        mode: text_at(row, 8, "mode")?,
-        kind: parse_status(required(row, 9, "kind")?, TaskKind::parse, "task kind")?,
-        checks: required(row, 12, "checks")?,
+        title: required(row, 2, "title")?,
+        kind: parse_status(required(row, 3, "kind")?, TaskKind::parse, "task kind")?,
+        checks: required(row, 4, "checks")?,
         status: parse_status(
-            required(row, 13, "status")?,
+            required(row, 5, "status")?,
             TaskStatus::parse,
             "task status",
         )?,
-        hold: row.get(14).map_err(|e| e.to_string())?,
-        verdict: text_at(row, 15, "verdict")?
+        hold: row.get(6).map_err(|e| e.to_string())?,
+        verdict: text_at(row, 7, "verdict")?
             .map(|v| parse_json(v, "verdict", id))
             .transpose()?,
-        dependencies: required(row, 18, "dependencies")?,
-        limits: limits_from_row(row, id)?,
-    })
+        dependencies: required(row, 8, "dependencies")?,
+        runner: None,
+        model: None,
+        effort: None,
+        mode: None,
+        limits: weft_core::TaskLimits::default(),
+    };
+    if flag(9)? {
+        texts.runner = text_at(row, 10, "runner")?;
+        texts.model = text_at(row, 11, "model")?;
+        texts.effort = text_at(row, 12, "effort")?;
+        texts.mode = text_at(row, 13, "mode")?;
+    }
+    if flag(14)? {
+        texts.limits = limits_at(row, 15, id)?;
+    }
+    Ok(texts)
 }
 
 pub(crate) fn plan_summaries(

@@ -133,6 +133,10 @@ pub fn cut(text: &str, max_chars: usize) -> String {
 
 /// What [`cut`] keeps of `text`, borrowed, and whether it adds `…`.
 fn cut_parts(text: &str, max_chars: usize) -> (&str, bool) {
+    // One line (no `\n`, no `\r`) that fits, what nearly every title is: itself.
+    if text.len() <= max_chars && !text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return (text, false);
+    }
     let first_line = text.lines().next().unwrap_or("");
     // No more bytes than allowed characters: nothing to count.
     let kept = if first_line.len() <= max_chars {
@@ -158,7 +162,13 @@ fn chars(text: &str) -> usize {
 
 /// `count` spaces.
 fn pad(line: &mut String, count: usize) {
-    line.extend(std::iter::repeat_n(' ', count));
+    const SPACES: &str = "                                                                ";
+    let mut left = count;
+    while left > 0 {
+        let now = left.min(SPACES.len());
+        line.push_str(&SPACES[..now]);
+        left -= now;
+    }
 }
 
 /// `number` in decimal, right-aligned in `width` columns (`write!` with a width was a
@@ -270,19 +280,60 @@ impl<'a> PlanView<'a> {
         }
     }
 
+    /// Whether any task may have limits of its own (`false`: none has).
+    pub fn may_have_limits(&self) -> bool {
+        match self.tasks {
+            Source::Plan(_) => true,
+            Source::Outline(outline) => outline.any_limits(),
+        }
+    }
+
+    /// Whether any task reads interrupted because its engine is gone.
+    pub fn any_orphaned(&self) -> bool {
+        self.orphaned.is_some()
+            && match self.tasks {
+                Source::Plan(tasks) => tasks.iter().any(|t| t.status == TaskStatus::InProgress),
+                Source::Outline(outline) => outline.any_status(TaskStatus::InProgress),
+            }
+    }
+
     /// Every task as it is shown, in order, with the reason it reads so when it has one.
-    pub fn tasks(&self) -> Box<dyn Iterator<Item = (TaskView<'a>, Option<&'static str>)> + 'a> {
-        let orphaned = self.orphaned;
-        let shown = move |mut task: TaskView<'a>| match orphaned {
+    pub fn tasks(&self) -> ViewTasks<'a> {
+        ViewTasks {
+            tasks: match self.tasks {
+                Source::Plan(tasks) => TasksOf::Plan(tasks.iter()),
+                Source::Outline(outline) => TasksOf::Outline(outline.tasks()),
+            },
+            orphaned: self.orphaned,
+        }
+    }
+}
+
+/// The tasks of a [`PlanView`] ([`PlanView::tasks`]).
+pub struct ViewTasks<'a> {
+    tasks: TasksOf<'a>,
+    orphaned: Option<&'static str>,
+}
+
+enum TasksOf<'a> {
+    Plan(std::slice::Iter<'a, Task>),
+    Outline(weft_store::OutlineTasks<'a>),
+}
+
+impl<'a> Iterator for ViewTasks<'a> {
+    type Item = (TaskView<'a>, Option<&'static str>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut task = match &mut self.tasks {
+            TasksOf::Plan(tasks) => tasks.next()?.view(),
+            TasksOf::Outline(tasks) => tasks.next()?,
+        };
+        match self.orphaned {
             Some(reason) if task.status == TaskStatus::InProgress => {
                 task.status = TaskStatus::Interrupted;
-                (task, Some(reason))
+                Some((task, Some(reason)))
             }
-            _ => (task, None),
-        };
-        match self.tasks {
-            Source::Plan(tasks) => Box::new(tasks.iter().map(Task::view).map(shown)),
-            Source::Outline(outline) => Box::new(outline.tasks().map(shown)),
+            _ => Some((task, None)),
         }
     }
 }
@@ -404,6 +455,8 @@ pub fn plan_map_styled(
     let mut order_of: HashMap<&str, u32, BuildFnv> =
         HashMap::with_capacity_and_hasher(task_count, BuildFnv::default());
     let (mut status_width, mut title_width, mut runner_width) = (6, 5, 6);
+    // Most tasks show the same runner (the very same `&str`): measured once.
+    let (mut last_runner, mut last_runner_width): (&str, usize) = ("", 0);
     for (task, _) in view.tasks() {
         order_of.insert(task.id, task.order);
         let (status, note) = status_label(&task, usage);
@@ -411,7 +464,12 @@ pub fn plan_map_styled(
         let title = safe(task.title);
         let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
         title_width = title_width.max(chars(title) + usize::from(cut));
-        runner_width = runner_width.max(chars(&safe(runner_str(&task, plan, default_runner))));
+        let runner = runner_str(&task, plan, default_runner);
+        if !std::ptr::eq(runner, last_runner) {
+            last_runner = runner;
+            last_runner_width = chars(&safe(runner));
+        }
+        runner_width = runner_width.max(last_runner_width);
     }
     writeln!(out)?;
     writeln!(
@@ -419,6 +477,10 @@ pub fn plan_map_styled(
         "{bold}{:>order_width$}  {:<status_width$}  {:<title_width$}  {:<runner_width$}  deps{bold:#}",
         "#", "status", "title", "runner"
     )?;
+    // The notes under the map are gathered in the same pass as its rows.
+    let mut notes = Vec::new();
+    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
+    let mut cost_unknown = false;
     // Each row is put together in one buffer by hand and written at once: `write!` with
     // nine padded arguments was most of the cost of rendering a large plan.
     let mut line = String::with_capacity(256);
@@ -440,12 +502,15 @@ pub fn plan_map_styled(
         }
         line.push_str("  ");
         let title = safe(task.title);
-        let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
+        let (title, title_cut) = cut_parts(&title, MAP_TITLE_CHARS);
         line.push_str(title);
-        if cut {
+        if title_cut {
             line.push('…');
         }
-        pad(&mut line, title_width - chars(title) - usize::from(cut));
+        pad(
+            &mut line,
+            title_width - chars(title) - usize::from(title_cut),
+        );
         line.push_str("  ");
         let runner = safe(runner_str(&task, plan, default_runner));
         line.push_str(&runner);
@@ -465,11 +530,6 @@ pub fn plan_map_styled(
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
-    }
-    let mut notes = Vec::new();
-    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
-    let mut cost_unknown = false;
-    for (task, _) in view.tasks() {
         let failed = matches!(
             task.status,
             TaskStatus::Failed

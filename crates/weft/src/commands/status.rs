@@ -82,7 +82,10 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             text.push_str(&v.line());
         }
         let orphaned: Vec<String> = plan
-            .tasks()
+            .any_orphaned()
+            .then(|| plan.tasks())
+            .into_iter()
+            .flatten()
             .filter(|(_, reason)| reason.is_some())
             .map(|(task, _)| format!("#{}", task.order))
             .collect();
@@ -138,7 +141,12 @@ pub(crate) fn limits_usage(
     engine_alive: bool,
     usage: &mut HashMap<String, TaskUsage>,
 ) -> CliResult {
-    for (task, _) in plan.tasks().filter(|(t, _)| t.limits.budget().is_set()) {
+    let with_limits = plan
+        .may_have_limits()
+        .then(|| plan.tasks())
+        .into_iter()
+        .flatten();
+    for (task, _) in with_limits.filter(|(t, _)| t.limits.budget().is_set()) {
         usage
             .entry(task.id.to_owned())
             .or_default()
