@@ -319,7 +319,7 @@ impl<'a> TaskView<'a> {
 
 /// A list of strings, borrowed: owned items, or the stored text of a list that needs no
 /// escape (`["a","b"]` held as `a","b`, its items joined by `","`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Strings<'a> {
     Owned(&'a [String]),
     /// The text between the outer `["` and `"]` of a JSON list whose items hold no `"`,
@@ -341,6 +341,13 @@ impl<'a> Strings<'a> {
             Strings::Owned(items) => StringsIter::Owned(items.iter()),
             Strings::Joined(joined) => StringsIter::Joined(joined),
         }
+    }
+}
+
+/// Equal when the items are, however they are held.
+impl PartialEq for Strings<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
     }
 }
 

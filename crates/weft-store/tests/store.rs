@@ -614,7 +614,16 @@ fn full_tasks() -> Vec<Task> {
     let mut deploy = Task::new("deploy", "Deploy");
     deploy.kind = TaskKind::Ops;
     deploy.command = Some("make deploy ENV=staging".into());
-    deploy.checks = vec!["curl -f https://staging.invalid/health".into()];
+    deploy.checks = vec![
+        "curl -f https://staging.invalid/health".into(),
+        "say \"ok\" \\ done".into(),
+    ];
+    deploy.limits = weft_core::TaskLimits {
+        timeout: Some(Duration::from_secs(600)),
+        idle_timeout: None,
+        budget_usd: Some(0.25),
+        budget_tokens: Some(1000),
+    };
     deploy.hold = true;
     deploy.dependencies = vec!["setup".into()];
 
@@ -759,6 +768,21 @@ fn a_plan_with_every_field_set_round_trips() {
     }
     let outline = store.plan_outline(&created.id).unwrap();
     assert_eq!(outline.tasks, outline_tasks);
+    // Read without a `Task` per row, each task shows exactly what the outline's does.
+    let rows = store.outline(&created.id).unwrap();
+    assert_eq!(
+        rows.plan,
+        Plan {
+            tasks: Vec::new(),
+            ..outline.clone()
+        }
+    );
+    assert_eq!(rows.len(), outline.tasks.len());
+    let views: Vec<weft_core::TaskView<'_>> = rows.tasks().collect();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    assert_eq!(views, expected);
+    assert!(rows.any_limits());
+    assert!(!rows.any_status(TaskStatus::InProgress));
     assert_eq!(
         Plan {
             tasks: expected_tasks.clone(),

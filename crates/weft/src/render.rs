@@ -1394,9 +1394,16 @@ mod tests {
     fn the_plain_map_is_the_styled_map_without_its_escape_codes() {
         let (plan, usage) = varied_plan();
         let mut styled = Vec::new();
-        plan_map(&mut styled, &plan, "claude-code", &usage).unwrap();
+        plan_map(&mut styled, PlanView::of(&plan), "claude-code", &usage).unwrap();
         let mut plain = Vec::new();
-        plan_map_styled(&mut plain, &plan, "claude-code", &usage, false).unwrap();
+        plan_map_styled(
+            &mut plain,
+            PlanView::of(&plan),
+            "claude-code",
+            &usage,
+            false,
+        )
+        .unwrap();
         let styled = String::from_utf8(styled).unwrap();
         assert!(styled.contains('\u{1b}'), "the styled map has colour");
         let plain = String::from_utf8(plain).unwrap();

@@ -283,7 +283,10 @@ fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
 mod tests {
     use super::*;
     use weft_core::spend::Budget;
-    use weft_core::{Check, Denial, Landing, PlanStatus, Task, TaskKind, Verdict, VerdictOutcome};
+    use weft_core::{
+        Check, Denial, Landing, Plan, PlanStatus, Task, TaskKind, TaskStatus, Verdict,
+        VerdictOutcome,
+    };
     use weft_engine::kept::KeptWorktree;
 
     /// Every status, both verdicts (one with text that needs escapes), a hold, every kind,
@@ -422,11 +425,16 @@ mod tests {
                 tokens: Some(5),
             },
         ];
-        for budget in &budgets {
+        // With and without an engine (without, tasks in progress read interrupted, with a
+        // reason).
+        let views = [PlanView::of(&plan), PlanView::of(&plan).orphaned(NO_ENGINE)];
+        for (budget, view) in budgets
+            .iter()
+            .flat_map(|b| views.iter().map(move |v| (b, *v)))
+        {
             for (kept, verification) in [(&kept[..], Some(&verification)), (&[][..], None)] {
                 let status = StatusWithKept {
-                    status: plan_json(PlanView::of(&plan), "opencode", &usage)
-                        .budget(&usage, budget),
+                    status: plan_json(view, "opencode", &usage).budget(&usage, budget),
                     kept_worktrees: kept,
                     verification,
                 };
