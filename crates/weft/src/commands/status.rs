@@ -55,7 +55,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             verification: verification.as_ref(),
         };
         // JSON carries no colour: write it straight out, not through the colour filter.
-        let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+        let mut out = super::bulk_stdout();
         let written = status
             .write_json(&mut out)
             .map_err(std::io::Error::from)
