@@ -193,9 +193,9 @@ pub(crate) fn plain_list_items(text: &str) -> Option<Option<&str>> {
         return None;
     }
     let items = inner.strip_prefix('"')?.strip_suffix('"')?;
-    let mut rest = items;
-    while let Some(end) = rest.find('"') {
-        rest = rest[end..].strip_prefix("\",\"")?;
+    let mut rest = items.as_bytes();
+    while let Some(end) = memchr::memchr(b'"', rest) {
+        rest = rest[end..].strip_prefix(b"\",\"")?;
     }
     Some(Some(items))
 }
