@@ -106,6 +106,12 @@ pub struct PlanOwn {
     pub budget: weft_core::spend::Budget,
 }
 
+/// How every connection to a store reads: pages through a memory map of the file (SQLite
+/// still writes with `pwrite`, and the WAL is never mapped). Loading a 10,000-task plan
+/// reads ~1,600 pages; one `pread` copy each was a tenth of `weft status`. 256 MiB is
+/// address space, not memory: only the pages read are touched.
+pub(crate) const READ_PRAGMAS: &str = "PRAGMA mmap_size = 268435456;";
+
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
@@ -229,15 +235,10 @@ impl Store {
         self.conn
             .busy_timeout(self.busy_timeout)
             .map_err(|e| self.sqlite(e))?;
-        // `mmap_size`: read pages through a memory map of the file (SQLite still writes
-        // with `pwrite`, and the WAL is never mapped). Loading a 10,000-task plan reads
-        // ~1,600 pages; one `pread` copy each was a tenth of `weft status`. 256 MiB is
-        // address space, not memory: only the pages read are touched.
+        // `READ_PRAGMAS`: pages read through a memory map.
         self.conn
-            .execute_batch(
-                "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; \
-                 PRAGMA mmap_size = 268435456;",
-            )
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .and_then(|()| self.conn.execute_batch(READ_PRAGMAS))
             .map_err(|e| self.sqlite(e))?;
         let version = self.user_version()?;
         if version > SCHEMA_VERSION {
@@ -495,8 +496,27 @@ impl Store {
 
     /// What [`Store::plan_outline`] gives, without a `Task` per row (see [`Outline`]):
     /// what `weft status` reads. A damaged row is refused as `plan_outline` refuses it.
+    ///
+    /// A plan of 2,000 tasks or more is read in two halves at once, the later one on a
+    /// second connection in another thread, and only kept when both halves were read from
+    /// one state of the store (else it is read again whole); see
+    /// [`Store::outline_split_from`].
     pub fn outline(&self, id: &str) -> Result<Outline, StoreError> {
-        self.checked(id, rows::load_outline(&self.conn, id))
+        self.outline_split_from(id, rows::SPLIT_FROM)
+    }
+
+    /// [`Store::outline`], splitting the read from `split_from` tasks on (`i64::MAX`:
+    /// never): what tests of the split read use.
+    #[doc(hidden)]
+    pub fn outline_split_from(&self, id: &str, split_from: i64) -> Result<Outline, StoreError> {
+        let helper = rows::Helper {
+            path: &self.path,
+            busy_timeout: self.busy_timeout,
+        };
+        self.checked(
+            id,
+            rows::load_outline(&self.conn, id, Some(helper), split_from),
+        )
     }
 
     fn load(&self, id: &str, detail: rows::Detail) -> Result<Plan, StoreError> {

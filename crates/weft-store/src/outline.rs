@@ -1,5 +1,6 @@
 //! A plan's outline without a `Task` per row: what `weft status` shows of 10,000 tasks,
-//! read in one pass into one block of text.
+//! read in one pass (or two halves at once, see `rows::load_outline`) into one block of
+//! text.
 //!
 //! Contract: [`Outline::tasks`] gives, for every task of the plan in order, exactly the
 //! [`TaskView`] that [`crate::Store::plan_outline`]'s task would give ([`Task::view`]),
@@ -169,6 +170,57 @@ impl Outline {
                 Ok(List::Parsed(index(self.lists.len())))
             }
         }
+    }
+}
+
+impl Span {
+    fn shifted(self, by: u32) -> Span {
+        if self.start == u32::MAX {
+            return self;
+        }
+        Span {
+            start: self.start + by,
+            len: self.len,
+        }
+    }
+}
+
+impl Outline {
+    /// The last task's order, `None` for no task.
+    pub(crate) fn last_order(&self) -> Option<u32> {
+        self.entries.last().map(|entry| entry.order)
+    }
+
+    /// `part`'s tasks after this outline's, as if they had been pushed here (`part` is an
+    /// outline of the same plan read apart: its own `plan` is dropped).
+    pub(crate) fn append(&mut self, part: Outline) {
+        let text = u32::try_from(self.text.len()).expect("an outline under 4 GiB");
+        let verdicts = u32::try_from(self.verdicts.len()).expect("fewer than 4 billion tasks");
+        let lists = u32::try_from(self.lists.len()).expect("fewer than 4 billion tasks");
+        let limits = u32::try_from(self.limits.len()).expect("fewer than 4 billion tasks");
+        self.text.push_str(&part.text);
+        let list = |list: List| match list {
+            List::Joined(span) => List::Joined(span.shifted(text)),
+            List::Parsed(index) => List::Parsed(index + lists),
+        };
+        let item = |index: u32, by: u32| if index == u32::MAX { index } else { index + by };
+        self.entries
+            .extend(part.entries.into_iter().map(|entry| Entry {
+                id: entry.id.shifted(text),
+                title: entry.title.shifted(text),
+                runner: entry.runner.shifted(text),
+                model: entry.model.shifted(text),
+                effort: entry.effort.shifted(text),
+                mode: entry.mode.shifted(text),
+                checks: list(entry.checks),
+                dependencies: list(entry.dependencies),
+                verdict: item(entry.verdict, verdicts),
+                limits: item(entry.limits, limits),
+                ..entry
+            }));
+        self.verdicts.extend(part.verdicts);
+        self.lists.extend(part.lists);
+        self.limits.extend(part.limits);
     }
 }
 

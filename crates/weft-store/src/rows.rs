@@ -393,15 +393,142 @@ fn plan_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<Checked<Pla
 /// [`load_plan`] reads for [`Detail::Outline`], decoded by the same rules, checked whole
 /// before the caller sees any of it, and copied into the outline's one block of text
 /// instead of a `Task` each.
+///
+/// With a `helper` (the store's file) and a plan of `split_from` tasks or more, the later
+/// half is read at once on a second connection in another thread ([`load_outline_split`]):
+/// reading is most of `weft status`, and the machine has cores to spare.
 pub(crate) fn load_outline(
     conn: &Connection,
     id: &str,
+    helper: Option<Helper<'_>>,
+    split_from: i64,
 ) -> rusqlite::Result<Option<Checked<crate::Outline>>> {
+    if let Some(helper) = helper
+        && conn.is_autocommit()
+        && let Some(read) = load_outline_split(conn, id, helper, split_from)?
+    {
+        return Ok(read);
+    }
     let head = match plan_head(conn, id)? {
         Some(Ok(head)) => head,
         Some(Err(detail)) => return Ok(Some(Err(detail))),
         None => return Ok(None),
     };
+    let mut outline = crate::Outline::new(head);
+    let read = outline_rows(conn, id, i64::MIN, i64::MAX, &mut outline)?;
+    Ok(Some(read.map(|()| outline)))
+}
+
+/// Plans from this many tasks on are read in two halves at once (below it, a second
+/// connection and a thread cost more than they save).
+pub(crate) const SPLIT_FROM: i64 = 2_000;
+
+/// Where a second connection to the store opens, and how it waits for a busy one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Helper<'a> {
+    pub path: &'a std::path::Path,
+    pub busy_timeout: std::time::Duration,
+}
+
+/// [`load_outline`] in two halves by position: the first on `conn` in a read
+/// transaction, the rest on a second connection in another thread; `None` when it was
+/// not split (no such plan, a small one) or the halves could not be shown to be one
+/// state of the store (then it is read again whole).
+///
+/// One state: the second half is read in one statement, whose snapshot is taken after
+/// `conn`'s transaction began, and `PRAGMA data_version` on `conn` is the same before its
+/// transaction and after it ends, so nothing was committed between the two snapshots
+/// (SQLite: the value changes when another connection commits in the interim). The
+/// second half must end at the plan's last position; if it cannot be read at all, `conn`
+/// reads it in its own transaction. A damaged row is the first by position, as in one
+/// read: the first half's damage before the second's.
+fn load_outline_split(
+    conn: &Connection,
+    id: &str,
+    helper: Helper<'_>,
+    split_from: i64,
+) -> rusqlite::Result<Option<Option<Checked<crate::Outline>>>> {
+    let before = data_version(conn)?;
+    let tx = conn.unchecked_transaction()?;
+    let Some(Ok(head)) = plan_head(&tx, id)? else {
+        return Ok(None);
+    };
+    let (first, last): (Option<i64>, Option<i64>) = tx
+        .prepare_cached(
+            "SELECT (SELECT min(position) FROM tasks WHERE plan_id = ?1),
+                    (SELECT max(position) FROM tasks WHERE plan_id = ?1)",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (Some(first), Some(last)) = (first, last) else {
+        return Ok(None);
+    };
+    if last.saturating_sub(first) < split_from - 1 {
+        return Ok(None);
+    }
+    let middle = first + (last - first) / 2;
+    let part_head = head.clone();
+    let (mine, theirs) = std::thread::scope(|scope| {
+        let theirs = scope.spawn(|| outline_part(helper, id, middle, part_head));
+        let mut outline = crate::Outline::new(head);
+        let mine =
+            outline_rows(&tx, id, i64::MIN, middle, &mut outline).map(|read| (read, outline));
+        (mine, theirs.join())
+    });
+    let (mine, mut outline) = mine?;
+    if let Err(detail) = mine {
+        return Ok(Some(Some(Err(detail))));
+    }
+    let theirs = match theirs {
+        Ok(Ok(Ok(part))) if part.last_order().map(i64::from) == Some(last) => Ok(part),
+        Ok(Ok(Err(detail))) => Err(detail),
+        _ => {
+            let read = outline_rows(&tx, id, middle, i64::MAX, &mut outline)?;
+            tx.commit()?;
+            return Ok(Some(Some(read.map(|()| outline))));
+        }
+    };
+    tx.commit()?;
+    if data_version(conn)? != before {
+        return Ok(None);
+    }
+    Ok(Some(Some(theirs.map(|part| {
+        outline.append(part);
+        outline
+    }))))
+}
+
+/// The rows after position `after`, read on a connection of its own (see
+/// [`load_outline_split`]).
+fn outline_part(
+    helper: Helper<'_>,
+    id: &str,
+    after: i64,
+    head: Plan,
+) -> rusqlite::Result<Checked<crate::Outline>> {
+    let conn = Connection::open_with_flags(
+        helper.path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(helper.busy_timeout)?;
+    conn.execute_batch(crate::READ_PRAGMAS)?;
+    let mut part = crate::Outline::new(head);
+    let read = outline_rows(&conn, id, after, i64::MAX, &mut part)?;
+    Ok(read.map(|()| part))
+}
+
+fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+}
+
+/// Push the rows of plan `id` with a position in `after + 1 ..= upto`, in order, into
+/// `outline`; `Err` for the first damaged one.
+fn outline_rows(
+    conn: &Connection,
+    id: &str,
+    after: i64,
+    upto: i64,
+    outline: &mut crate::Outline,
+) -> rusqlite::Result<Checked<()>> {
     // What `Detail::Outline` selects, in another order: two flags say whether a row has
     // any of the four settings or any of the four limits, so a row with none (nearly
     // every row) is not asked for those eight NULLs one by one.
@@ -410,16 +537,16 @@ pub(crate) fn load_outline(
                 coalesce(runner, model, effort, mode) IS NOT NULL, runner, model, effort, mode,
                 coalesce(timeout_ms, idle_timeout_ms, budget_usd, budget_tokens) IS NOT NULL,
                 timeout_ms, idle_timeout_ms, budget_usd, budget_tokens
-         FROM tasks WHERE plan_id = ?1 ORDER BY position",
+         FROM tasks WHERE plan_id = ?1 AND position > ?2 AND position <= ?3
+         ORDER BY position",
     )?;
-    let mut outline = crate::Outline::new(head);
-    let mut rows = select_tasks.query([id])?;
+    let mut rows = select_tasks.query(params![id, after, upto])?;
     while let Some(row) = rows.next()? {
         if let Err(detail) = outline_row(row).and_then(|texts| outline.push(texts)) {
-            return Ok(Some(Err(detail)));
+            return Ok(Err(detail));
         }
     }
-    Ok(Some(Ok(outline)))
+    Ok(Ok(()))
 }
 
 /// The columns of one outline row (see [`load_outline`]'s query), as [`task_from_row`]

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, params};
 use weft_core::Hint as _;
 use weft_core::edit::{Edit, EditError, NewTask, TaskChanges};
 use weft_core::{
@@ -812,6 +812,60 @@ fn a_plan_with_every_field_set_round_trips() {
     assert_eq!(summary[0].task_count, 4);
     assert_eq!(summary[0].status, PlanStatus::Running);
     assert_eq!(summary[0].goal, "Ship the «limiter» — safely");
+}
+
+#[test]
+fn an_outline_read_in_two_halves_at_once_is_the_outline_read_whole() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let mut tasks: Vec<Task> = (1..=9).map(|n| ai_task(&format!("t{n}"))).collect();
+    tasks[1].runner = Some("codex".into());
+    tasks[2].checks = vec!["cargo test".into(), "say \"hi\"".into()];
+    tasks[3].dependencies = vec!["t1".into(), "t3".into()];
+    tasks[5].limits.timeout = Some(Duration::from_secs(60));
+    tasks[6].title = "ünïcode \u{1b}[31m title".into();
+    tasks[7].dependencies = vec!["t7".into()];
+    tasks[8].model = Some("m".into());
+    let created = store.create_plan(draft("goal", tasks), 100).unwrap();
+    let outline = store.plan_outline(&created.id).unwrap();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    // Split after every count of tasks (1: one task; 9: halves of 5 and 4) and never.
+    for split_from in [1, 2, 5, 9, 10, i64::MAX] {
+        let read = store.outline_split_from(&created.id, split_from).unwrap();
+        let views: Vec<weft_core::TaskView<'_>> = read.tasks().collect();
+        assert_eq!(views, expected, "split from {split_from}");
+    }
+    let split = store.outline_split_from(&created.id, 1).unwrap();
+    assert!(split.any_limits());
+    assert_eq!(split.plan.goal, "goal");
+}
+
+#[test]
+fn a_damaged_row_is_refused_by_a_split_read_as_by_a_whole_one_the_first_by_position_first() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let tasks: Vec<Task> = (1..=8).map(|n| ai_task(&format!("t{n}"))).collect();
+    let created = store.create_plan(draft("goal", tasks), 100).unwrap();
+    let db = dir.join(DATABASE_FILE);
+    let damage = |id: &str, status: &str| {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute(
+            "UPDATE tasks SET status = ?2 WHERE id = ?1",
+            params![id, status],
+        )
+        .unwrap();
+    };
+    let refusal = |split_from: i64| match store.outline_split_from(&created.id, split_from) {
+        Err(StoreError::Damaged { detail, .. }) => detail,
+        other => panic!("expected damage, got {other:?}"),
+    };
+    // In the later half only, then in both: the first by position is the one told.
+    damage("t7", "bogus-late");
+    assert_eq!(refusal(1), refusal(i64::MAX));
+    assert!(refusal(1).contains("bogus-late"), "{}", refusal(1));
+    damage("t2", "bogus-early");
+    assert_eq!(refusal(1), refusal(i64::MAX));
+    assert!(refusal(1).contains("bogus-early"), "{}", refusal(1));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -764,7 +764,7 @@ fn json_str(out: &mut Vec<u8>, text: &str) {
         })
     };
     let mut chunks = text.as_bytes().chunks_exact(16);
-    let plain = !(&mut chunks).any(escaped) && !escaped(chunks.remainder());
+    let plain = !chunks.any(escaped) && !escaped(chunks.remainder());
     if plain {
         out.reserve(text.len() + 2);
         out.push(b'"');
