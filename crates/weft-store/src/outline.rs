@@ -186,14 +186,10 @@ impl Span {
 }
 
 impl Outline {
-    /// The last task's order, `None` for no task.
-    pub(crate) fn last_order(&self) -> Option<u32> {
-        self.entries.last().map(|entry| entry.order)
-    }
-
-    /// `part`'s tasks after this outline's, as if they had been pushed here (`part` is an
-    /// outline of the same plan read apart: its own `plan` is dropped).
-    pub(crate) fn append(&mut self, part: Outline) {
+    /// `part`'s tasks after order `after`, in order, after this outline's, as if they had
+    /// been pushed here: `part` is an outline of the same plan read from its last task
+    /// down (its own `plan` is dropped).
+    pub(crate) fn append_down_after(&mut self, part: Outline, after: i64) {
         let text = u32::try_from(self.text.len()).expect("an outline under 4 GiB");
         let verdicts = u32::try_from(self.verdicts.len()).expect("fewer than 4 billion tasks");
         let lists = u32::try_from(self.lists.len()).expect("fewer than 4 billion tasks");
@@ -204,20 +200,24 @@ impl Outline {
             List::Parsed(index) => List::Parsed(index + lists),
         };
         let item = |index: u32, by: u32| if index == u32::MAX { index } else { index + by };
-        self.entries
-            .extend(part.entries.into_iter().map(|entry| Entry {
-                id: entry.id.shifted(text),
-                title: entry.title.shifted(text),
-                runner: entry.runner.shifted(text),
-                model: entry.model.shifted(text),
-                effort: entry.effort.shifted(text),
-                mode: entry.mode.shifted(text),
-                checks: list(entry.checks),
-                dependencies: list(entry.dependencies),
-                verdict: item(entry.verdict, verdicts),
-                limits: item(entry.limits, limits),
-                ..entry
-            }));
+        let kept = part
+            .entries
+            .into_iter()
+            .filter(|entry| i64::from(entry.order) > after)
+            .rev();
+        self.entries.extend(kept.map(|entry| Entry {
+            id: entry.id.shifted(text),
+            title: entry.title.shifted(text),
+            runner: entry.runner.shifted(text),
+            model: entry.model.shifted(text),
+            effort: entry.effort.shifted(text),
+            mode: entry.mode.shifted(text),
+            checks: list(entry.checks),
+            dependencies: list(entry.dependencies),
+            verdict: item(entry.verdict, verdicts),
+            limits: item(entry.limits, limits),
+            ..entry
+        }));
         self.verdicts.extend(part.verdicts);
         self.lists.extend(part.lists);
         self.limits.extend(part.limits);

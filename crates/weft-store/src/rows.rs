@@ -415,7 +415,7 @@ pub(crate) fn load_outline(
         None => return Ok(None),
     };
     let mut outline = crate::Outline::new(head);
-    let read = outline_rows(conn, id, i64::MIN, i64::MAX, &mut outline)?;
+    let read = outline_rows(conn, id, i64::MIN, Direction::Up, &mut outline, |_| true)?;
     Ok(Some(read.map(|()| outline)))
 }
 
@@ -432,24 +432,28 @@ pub(crate) struct Helper<'a> {
     pub busy_timeout: std::time::Duration,
 }
 
-/// [`load_outline`] in two halves by position: the first on `conn` in a read
-/// transaction, the rest on a second connection in another thread; `None` when it was
-/// not split (no such plan, a small one) or the halves could not be shown to be one
-/// state of the store (then it is read again whole).
+/// [`load_outline`] in two parts read at once: `conn` reads up from the first position in
+/// a read transaction while a second connection in another thread reads down from the
+/// last, each stopping where the other has been, so a helper that starts late only
+/// leaves more to `conn`. `None` when it was not split (no such plan, a small one) or the
+/// parts could not be shown to be one state of the store (then it is read again whole).
 ///
-/// One state: the second half is read in one statement, whose snapshot is taken after
-/// `conn`'s transaction began, and `PRAGMA data_version` on `conn` is the same before its
+/// One state: the helper reads in one statement, whose snapshot is taken after `conn`'s
+/// transaction began, and `PRAGMA data_version` on `conn` is the same before its
 /// transaction and after it ends, so nothing was committed between the two snapshots
-/// (SQLite: the value changes when another connection commits in the interim). The
-/// second half must end at the plan's last position; if it cannot be read at all, `conn`
-/// reads it in its own transaction. A damaged row is the first by position, as in one
-/// read: the first half's damage before the second's.
+/// (SQLite: the value changes when another connection commits in the interim). Every row
+/// is read: `conn` stops only at a position the helper has read, and the helper has read
+/// every row from there up; a row both read is kept once. A damaged row is the first by
+/// position, as in one read: `conn` reads up until the helper's part, and the helper
+/// stops at its first damage without taking that row, so `conn` meets it (or an earlier
+/// one). If the helper cannot read, `conn` reads the rest in its own transaction.
 fn load_outline_split(
     conn: &Connection,
     id: &str,
     helper: Helper<'_>,
     split_from: i64,
 ) -> rusqlite::Result<Option<Option<Checked<crate::Outline>>>> {
+    use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
     let before = data_version(conn)?;
     let tx = conn.unchecked_transaction()?;
     let Some(Ok(head)) = plan_head(&tx, id)? else {
@@ -467,24 +471,44 @@ fn load_outline_split(
     if last.saturating_sub(first) < split_from - 1 {
         return Ok(None);
     }
-    let middle = first + (last - first) / 2;
+    // The last position `conn` took, the first the helper took.
+    let mine_upto = AtomicI64::new(i64::MIN);
+    let theirs_from = AtomicI64::new(i64::MAX);
     let part_head = head.clone();
     let (mine, theirs) = std::thread::scope(|scope| {
-        let theirs = scope.spawn(|| outline_part(helper, id, middle, part_head));
+        let theirs = scope.spawn(|| {
+            outline_part(helper, id, part_head, |order| {
+                let order = i64::from(order);
+                let take = order > mine_upto.load(SeqCst);
+                if take {
+                    theirs_from.store(order, SeqCst);
+                }
+                take
+            })
+        });
         let mut outline = crate::Outline::new(head);
-        let mine =
-            outline_rows(&tx, id, i64::MIN, middle, &mut outline).map(|read| (read, outline));
+        let mine = outline_rows(&tx, id, i64::MIN, Direction::Up, &mut outline, |order| {
+            let order = i64::from(order);
+            let take = order < theirs_from.load(SeqCst);
+            if take {
+                mine_upto.store(order, SeqCst);
+            }
+            take
+        })
+        .map(|read| (read, outline));
         (mine, theirs.join())
     });
     let (mine, mut outline) = mine?;
     if let Err(detail) = mine {
         return Ok(Some(Some(Err(detail))));
     }
-    let theirs = match theirs {
-        Ok(Ok(Ok(part))) if part.last_order().map(i64::from) == Some(last) => Ok(part),
-        Ok(Ok(Err(detail))) => Err(detail),
+    let upto = mine_upto.load(SeqCst);
+    let part = match theirs {
+        Ok(Ok(Ok(part))) => part,
+        // Damage `conn` did not meet: not one state.
+        Ok(Ok(Err(_))) => return Ok(None),
         _ => {
-            let read = outline_rows(&tx, id, middle, i64::MAX, &mut outline)?;
+            let read = outline_rows(&tx, id, upto, Direction::Up, &mut outline, |_| true)?;
             tx.commit()?;
             return Ok(Some(Some(read.map(|()| outline))));
         }
@@ -493,19 +517,17 @@ fn load_outline_split(
     if data_version(conn)? != before {
         return Ok(None);
     }
-    Ok(Some(Some(theirs.map(|part| {
-        outline.append(part);
-        outline
-    }))))
+    outline.append_down_after(part, upto);
+    Ok(Some(Some(Ok(outline))))
 }
 
-/// The rows after position `after`, read on a connection of its own (see
-/// [`load_outline_split`]).
+/// The plan's rows from the last down, read on a connection of its own while `take`
+/// says so (see [`load_outline_split`]).
 fn outline_part(
     helper: Helper<'_>,
     id: &str,
-    after: i64,
     head: Plan,
+    take: impl FnMut(u32) -> bool,
 ) -> rusqlite::Result<Checked<crate::Outline>> {
     let conn = Connection::open_with_flags(
         helper.path,
@@ -514,7 +536,7 @@ fn outline_part(
     conn.busy_timeout(helper.busy_timeout)?;
     conn.execute_batch(crate::READ_PRAGMAS)?;
     let mut part = crate::Outline::new(head);
-    let read = outline_rows(&conn, id, after, i64::MAX, &mut part)?;
+    let read = outline_rows(&conn, id, i64::MIN, Direction::Down, &mut part, take)?;
     Ok(read.map(|()| part))
 }
 
@@ -522,29 +544,53 @@ fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA data_version", [], |r| r.get(0))
 }
 
-/// Push the rows of plan `id` with a position in `after + 1 ..= upto`, in order, into
-/// `outline`; `Err` for the first damaged one.
+/// Which way [`outline_rows`] reads.
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    Up,
+    Down,
+}
+
+/// What `Detail::Outline` selects, in another order: two flags say whether a row has any
+/// of the four settings or any of the four limits, so a row with none (nearly every row)
+/// is not asked for those eight NULLs one by one.
+macro_rules! outline_select {
+    ($order:literal) => {
+        concat!(
+            "SELECT id, position, title, kind, checks, status, hold, verdict, dependencies,
+                    coalesce(runner, model, effort, mode) IS NOT NULL, runner, model, effort, mode,
+                    coalesce(timeout_ms, idle_timeout_ms, budget_usd, budget_tokens) IS NOT NULL,
+                    timeout_ms, idle_timeout_ms, budget_usd, budget_tokens
+             FROM tasks WHERE plan_id = ?1 AND position > ?2 ORDER BY position ",
+            $order
+        )
+    };
+}
+
+/// Push the rows of plan `id` after position `after`, in `direction`, into `outline`
+/// while `take` (given each row's order) says so; `Err` for the first damaged one.
 fn outline_rows(
     conn: &Connection,
     id: &str,
     after: i64,
-    upto: i64,
+    direction: Direction,
     outline: &mut crate::Outline,
+    mut take: impl FnMut(u32) -> bool,
 ) -> rusqlite::Result<Checked<()>> {
-    // What `Detail::Outline` selects, in another order: two flags say whether a row has
-    // any of the four settings or any of the four limits, so a row with none (nearly
-    // every row) is not asked for those eight NULLs one by one.
-    let mut select_tasks = conn.prepare_cached(
-        "SELECT id, position, title, kind, checks, status, hold, verdict, dependencies,
-                coalesce(runner, model, effort, mode) IS NOT NULL, runner, model, effort, mode,
-                coalesce(timeout_ms, idle_timeout_ms, budget_usd, budget_tokens) IS NOT NULL,
-                timeout_ms, idle_timeout_ms, budget_usd, budget_tokens
-         FROM tasks WHERE plan_id = ?1 AND position > ?2 AND position <= ?3
-         ORDER BY position",
-    )?;
-    let mut rows = select_tasks.query(params![id, after, upto])?;
+    let mut select_tasks = conn.prepare_cached(match direction {
+        Direction::Up => outline_select!("ASC"),
+        Direction::Down => outline_select!("DESC"),
+    })?;
+    let mut rows = select_tasks.query(params![id, after])?;
     while let Some(row) = rows.next()? {
-        if let Err(detail) = outline_row(row).and_then(|texts| outline.push(texts)) {
+        let texts = match outline_row(row) {
+            Ok(texts) => texts,
+            Err(detail) => return Ok(Err(detail)),
+        };
+        if !take(texts.order) {
+            break;
+        }
+        if let Err(detail) = outline.push(texts) {
             return Ok(Err(detail));
         }
     }

@@ -838,6 +838,18 @@ fn an_outline_read_in_two_halves_at_once_is_the_outline_read_whole() {
     let split = store.outline_split_from(&created.id, 1).unwrap();
     assert!(split.any_limits());
     assert_eq!(split.plan.goal, "goal");
+
+    // Where the two readers meet depends on how fast each runs: read a larger plan again
+    // and again, every read whole and in order.
+    let tasks: Vec<Task> = (1..=400).map(|n| ai_task(&format!("u{n}"))).collect();
+    let large = store.create_plan(draft("large", tasks), 200).unwrap();
+    let outline = store.plan_outline(&large.id).unwrap();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    for _ in 0..40 {
+        let read = store.outline_split_from(&large.id, 1).unwrap();
+        let views: Vec<weft_core::TaskView<'_>> = read.tasks().collect();
+        assert_eq!(views, expected);
+    }
 }
 
 #[test]
