@@ -1,5 +1,5 @@
 //! A plan's outline without a `Task` per row: what `weft status` shows of 10,000 tasks,
-//! read in one pass (or two halves at once, see `rows::load_outline`) into one block of
+//! read in one pass (or by two readers at once, see `rows::load_outline`) into one block of
 //! text.
 //!
 //! Contract: [`Outline::tasks`] gives, for every task of the plan in order, exactly the

@@ -815,7 +815,7 @@ fn a_plan_with_every_field_set_round_trips() {
 }
 
 #[test]
-fn an_outline_read_in_two_halves_at_once_is_the_outline_read_whole() {
+fn an_outline_read_by_two_readers_at_once_is_the_outline_read_whole() {
     let (_tmp, dir) = workspace();
     let mut store = create(&dir);
     let mut tasks: Vec<Task> = (1..=9).map(|n| ai_task(&format!("t{n}"))).collect();
