@@ -31,7 +31,8 @@ pub use limits::TaskLimits;
 pub use marker::{MARKER_ID_LEN, MARKER_PREFIX, Marker, defuse, flatten};
 pub use model::{
     Attempt, AttemptStatus, Check, Denial, Landing, OutputSummary, Plan, PlanStatus, Run,
-    RunStatus, Task, TaskKind, TaskStatus, Timestamp, Verdict, VerdictOutcome,
+    RunStatus, Strings, StringsIter, Task, TaskKind, TaskStatus, TaskView, Timestamp, Verdict,
+    VerdictOutcome,
 };
 pub use prompt::{MAP_ROWS, TAIL_CHARS, compose, plan_map, tail_chars};
 pub use refs::{RefError, resolve_task_ref};

@@ -261,9 +261,125 @@ impl Task {
         format!("#{} {:?}", self.order, self.id)
     }
 
+    /// What a plan map or `weft status --json` shows of it.
+    pub fn view(&self) -> TaskView<'_> {
+        TaskView {
+            order: self.order,
+            id: &self.id,
+            title: &self.title,
+            status: self.status,
+            hold: self.hold,
+            kind: self.kind,
+            runner: self.runner.as_deref(),
+            model: self.model.as_deref(),
+            effort: self.effort.as_deref(),
+            mode: self.mode.as_deref(),
+            checks: Strings::Owned(&self.checks),
+            dependencies: Strings::Owned(&self.dependencies),
+            limits: self.limits,
+            verdict: self.verdict.as_ref(),
+        }
+    }
+
     /// The runner this task uses once the plan default is applied.
     pub fn effective_runner<'a>(&'a self, plan_default: Option<&'a str>) -> Option<&'a str> {
         self.runner.as_deref().or(plan_default)
+    }
+}
+
+/// A task as a plan map or `weft status --json` shows it, borrowed from wherever it
+/// lives: a [`Task`] ([`Task::view`]) or a row of a stored outline (weft-store's
+/// `Outline`, which builds no `Task` at all). It holds everything those two show and
+/// nothing only running a task needs (prompt, description, command, steps, output).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskView<'a> {
+    pub order: u32,
+    pub id: &'a str,
+    pub title: &'a str,
+    pub status: TaskStatus,
+    pub hold: bool,
+    pub kind: TaskKind,
+    pub runner: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub effort: Option<&'a str>,
+    pub mode: Option<&'a str>,
+    pub checks: Strings<'a>,
+    pub dependencies: Strings<'a>,
+    pub limits: crate::limits::TaskLimits,
+    pub verdict: Option<&'a Verdict>,
+}
+
+impl<'a> TaskView<'a> {
+    /// The runner this task uses once the plan default is applied (see
+    /// [`Task::effective_runner`]).
+    pub fn effective_runner(&self, plan_default: Option<&'a str>) -> Option<&'a str> {
+        self.runner.or(plan_default)
+    }
+}
+
+/// A list of strings, borrowed: owned items, or the stored text of a list that needs no
+/// escape (`["a","b"]` held as `a","b`, its items joined by `","`).
+#[derive(Debug, Clone, Copy)]
+pub enum Strings<'a> {
+    Owned(&'a [String]),
+    /// The text between the outer `["` and `"]` of a JSON list whose items hold no `"`,
+    /// `\\` or control character; `None` for the empty list.
+    Joined(Option<&'a str>),
+}
+
+impl<'a> Strings<'a> {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Strings::Owned(items) => items.is_empty(),
+            Strings::Joined(joined) => joined.is_none(),
+        }
+    }
+
+    /// The items, in order.
+    pub fn iter(&self) -> StringsIter<'a> {
+        match *self {
+            Strings::Owned(items) => StringsIter::Owned(items.iter()),
+            Strings::Joined(joined) => StringsIter::Joined(joined),
+        }
+    }
+}
+
+/// Equal when the items are, however they are held.
+impl PartialEq for Strings<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+/// The items of a [`Strings`].
+#[derive(Debug, Clone)]
+pub enum StringsIter<'a> {
+    Owned(std::slice::Iter<'a, String>),
+    /// What is left of the joined text.
+    Joined(Option<&'a str>),
+}
+
+impl<'a> Iterator for StringsIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        match self {
+            StringsIter::Owned(items) => items.next().map(String::as_str),
+            StringsIter::Joined(rest) => {
+                let text = (*rest)?;
+                // Items hold no `"`: the next one is where `","` begins.
+                match text.find('"') {
+                    Some(end) => {
+                        *rest = Some(text.get(end + 3..).unwrap_or_default());
+                        Some(&text[..end])
+                    }
+                    None => {
+                        *rest = None;
+                        Some(text)
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod busy;
 mod error;
 mod limits;
 mod migrations;
+mod outline;
 mod output;
 mod planning;
 mod rows;
@@ -38,6 +39,7 @@ pub use busy::{BusyWait, LockHolder};
 pub use error::StoreError;
 pub use limits::IdleAttempt;
 pub use migrations::{SCHEMA_VERSION, migration_sql};
+pub use outline::{Outline, OutlineTasks};
 pub use output::{OUTPUT_CHUNK_MAX, OutputChunk};
 pub use planning::{
     AnswerRefused, AskRecord, AskState, LogEntry, NewAsk, NewLogEntry, PlanningInfo,
@@ -103,6 +105,12 @@ pub struct PlanOwn {
     pub verify: Vec<String>,
     pub budget: weft_core::spend::Budget,
 }
+
+/// How every connection to a store reads: pages through a memory map of the file (SQLite
+/// still writes with `pwrite`, and the WAL is never mapped). Loading a 10,000-task plan
+/// reads ~1,600 pages; one `pread` copy each was a tenth of `weft status`. 256 MiB is
+/// address space, not memory: only the pages read are touched.
+pub(crate) const READ_PRAGMAS: &str = "PRAGMA mmap_size = 268435456;";
 
 #[derive(Debug)]
 pub struct Store {
@@ -227,15 +235,10 @@ impl Store {
         self.conn
             .busy_timeout(self.busy_timeout)
             .map_err(|e| self.sqlite(e))?;
-        // `mmap_size`: read pages through a memory map of the file (SQLite still writes
-        // with `pwrite`, and the WAL is never mapped). Loading a 10,000-task plan reads
-        // ~1,600 pages; one `pread` copy each was a tenth of `weft status`. 256 MiB is
-        // address space, not memory: only the pages read are touched.
+        // `READ_PRAGMAS`: pages read through a memory map.
         self.conn
-            .execute_batch(
-                "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; \
-                 PRAGMA mmap_size = 268435456;",
-            )
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .and_then(|()| self.conn.execute_batch(READ_PRAGMAS))
             .map_err(|e| self.sqlite(e))?;
         let version = self.user_version()?;
         if version > SCHEMA_VERSION {
@@ -491,8 +494,42 @@ impl Store {
         self.load(id, rows::Detail::Outline)
     }
 
+    /// What [`Store::plan_outline`] gives, without a `Task` per row (see [`Outline`]):
+    /// what `weft status` reads. A damaged row is refused as `plan_outline` refuses it.
+    ///
+    /// A plan of 5,000 tasks or more is read by two readers at once, this handle's
+    /// connection up from the first task and a second connection in another thread down
+    /// from the last, and only kept when both read one state of the store (else it is
+    /// read again whole); see [`Store::outline_split_from`].
+    pub fn outline(&self, id: &str) -> Result<Outline, StoreError> {
+        self.outline_split_from(id, rows::SPLIT_FROM)
+    }
+
+    /// [`Store::outline`], splitting the read from `split_from` tasks on (`i64::MAX`:
+    /// never): what tests of the split read use.
+    #[doc(hidden)]
+    pub fn outline_split_from(&self, id: &str, split_from: i64) -> Result<Outline, StoreError> {
+        let helper = rows::Helper {
+            path: &self.path,
+            busy_timeout: self.busy_timeout,
+        };
+        self.checked(
+            id,
+            rows::load_outline(&self.conn, id, Some(helper), split_from),
+        )
+    }
+
     fn load(&self, id: &str, detail: rows::Detail) -> Result<Plan, StoreError> {
-        rows::load_plan(&self.conn, id, detail)
+        self.checked(id, rows::load_plan(&self.conn, id, detail))
+    }
+
+    /// A load's answer: the plan's, an unknown plan, damage or SQLite's error.
+    fn checked<T>(
+        &self,
+        id: &str,
+        loaded: rusqlite::Result<Option<rows::Checked<T>>>,
+    ) -> Result<T, StoreError> {
+        loaded
             .map_err(|e| self.sqlite(e))?
             .ok_or_else(|| StoreError::UnknownPlan {
                 reference: id.to_owned(),

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, params};
 use weft_core::Hint as _;
 use weft_core::edit::{Edit, EditError, NewTask, TaskChanges};
 use weft_core::{
@@ -614,7 +614,16 @@ fn full_tasks() -> Vec<Task> {
     let mut deploy = Task::new("deploy", "Deploy");
     deploy.kind = TaskKind::Ops;
     deploy.command = Some("make deploy ENV=staging".into());
-    deploy.checks = vec!["curl -f https://staging.invalid/health".into()];
+    deploy.checks = vec![
+        "curl -f https://staging.invalid/health".into(),
+        "say \"ok\" \\ done".into(),
+    ];
+    deploy.limits = weft_core::TaskLimits {
+        timeout: Some(Duration::from_secs(600)),
+        idle_timeout: None,
+        budget_usd: Some(0.25),
+        budget_tokens: Some(1000),
+    };
     deploy.hold = true;
     deploy.dependencies = vec!["setup".into()];
 
@@ -759,6 +768,21 @@ fn a_plan_with_every_field_set_round_trips() {
     }
     let outline = store.plan_outline(&created.id).unwrap();
     assert_eq!(outline.tasks, outline_tasks);
+    // Read without a `Task` per row, each task shows exactly what the outline's does.
+    let rows = store.outline(&created.id).unwrap();
+    assert_eq!(
+        rows.plan,
+        Plan {
+            tasks: Vec::new(),
+            ..outline.clone()
+        }
+    );
+    assert_eq!(rows.len(), outline.tasks.len());
+    let views: Vec<weft_core::TaskView<'_>> = rows.tasks().collect();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    assert_eq!(views, expected);
+    assert!(rows.any_limits());
+    assert!(!rows.any_status(TaskStatus::InProgress));
     assert_eq!(
         Plan {
             tasks: expected_tasks.clone(),
@@ -788,6 +812,72 @@ fn a_plan_with_every_field_set_round_trips() {
     assert_eq!(summary[0].task_count, 4);
     assert_eq!(summary[0].status, PlanStatus::Running);
     assert_eq!(summary[0].goal, "Ship the «limiter» — safely");
+}
+
+#[test]
+fn an_outline_read_by_two_readers_at_once_is_the_outline_read_whole() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let mut tasks: Vec<Task> = (1..=9).map(|n| ai_task(&format!("t{n}"))).collect();
+    tasks[1].runner = Some("codex".into());
+    tasks[2].checks = vec!["cargo test".into(), "say \"hi\"".into()];
+    tasks[3].dependencies = vec!["t1".into(), "t3".into()];
+    tasks[5].limits.timeout = Some(Duration::from_secs(60));
+    tasks[6].title = "ünïcode \u{1b}[31m title".into();
+    tasks[7].dependencies = vec!["t7".into()];
+    tasks[8].model = Some("m".into());
+    let created = store.create_plan(draft("goal", tasks), 100).unwrap();
+    let outline = store.plan_outline(&created.id).unwrap();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    // Split after every count of tasks (1: one task; 9: halves of 5 and 4) and never.
+    for split_from in [1, 2, 5, 9, 10, i64::MAX] {
+        let read = store.outline_split_from(&created.id, split_from).unwrap();
+        let views: Vec<weft_core::TaskView<'_>> = read.tasks().collect();
+        assert_eq!(views, expected, "split from {split_from}");
+    }
+    let split = store.outline_split_from(&created.id, 1).unwrap();
+    assert!(split.any_limits());
+    assert_eq!(split.plan.goal, "goal");
+
+    // Where the two readers meet depends on how fast each runs: read a larger plan again
+    // and again, every read whole and in order.
+    let tasks: Vec<Task> = (1..=400).map(|n| ai_task(&format!("u{n}"))).collect();
+    let large = store.create_plan(draft("large", tasks), 200).unwrap();
+    let outline = store.plan_outline(&large.id).unwrap();
+    let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
+    for _ in 0..40 {
+        let read = store.outline_split_from(&large.id, 1).unwrap();
+        let views: Vec<weft_core::TaskView<'_>> = read.tasks().collect();
+        assert_eq!(views, expected);
+    }
+}
+
+#[test]
+fn a_damaged_row_is_refused_by_a_split_read_as_by_a_whole_one_the_first_by_position_first() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let tasks: Vec<Task> = (1..=8).map(|n| ai_task(&format!("t{n}"))).collect();
+    let created = store.create_plan(draft("goal", tasks), 100).unwrap();
+    let db = dir.join(DATABASE_FILE);
+    let damage = |id: &str, status: &str| {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute(
+            "UPDATE tasks SET status = ?2 WHERE id = ?1",
+            params![id, status],
+        )
+        .unwrap();
+    };
+    let refusal = |split_from: i64| match store.outline_split_from(&created.id, split_from) {
+        Err(StoreError::Damaged { detail, .. }) => detail,
+        other => panic!("expected damage, got {other:?}"),
+    };
+    // In the later half only, then in both: the first by position is the one told.
+    damage("t7", "bogus-late");
+    assert_eq!(refusal(1), refusal(i64::MAX));
+    assert!(refusal(1).contains("bogus-late"), "{}", refusal(1));
+    damage("t2", "bogus-early");
+    assert_eq!(refusal(1), refusal(i64::MAX));
+    assert!(refusal(1).contains("bogus-early"), "{}", refusal(1));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use std::collections::HashMap;
 
 use serde::Serialize;
-use weft_core::{Plan, PlanStatus, Task, TaskKind, TaskStatus, Timestamp, Warning};
+use weft_core::{
+    Plan, PlanStatus, Strings, Task, TaskKind, TaskStatus, TaskView, Timestamp, Warning,
+};
 
 /// What a task's attempts used and were refused, summed over every attempt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -131,6 +133,10 @@ pub fn cut(text: &str, max_chars: usize) -> String {
 
 /// What [`cut`] keeps of `text`, borrowed, and whether it adds `…`.
 fn cut_parts(text: &str, max_chars: usize) -> (&str, bool) {
+    // One line (no `\n`, no `\r`) that fits, what nearly every title is: itself.
+    if text.len() <= max_chars && !text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return (text, false);
+    }
     let first_line = text.lines().next().unwrap_or("");
     // No more bytes than allowed characters: nothing to count.
     let kept = if first_line.len() <= max_chars {
@@ -145,6 +151,24 @@ fn cut_parts(text: &str, max_chars: usize) -> (&str, bool) {
     (kept, cut)
 }
 
+/// A plan map title as its first pass measured it: the first `len` bytes of the task's
+/// title, `cut` or not, `width` characters with the `…`; [`ShownTitle::AGAIN`] when the
+/// title needs escapes (the rows' pass makes it again).
+#[derive(Debug, Clone, Copy)]
+struct ShownTitle {
+    len: u32,
+    width: u32,
+    cut: bool,
+}
+
+impl ShownTitle {
+    const AGAIN: ShownTitle = ShownTitle {
+        len: u32::MAX,
+        width: 0,
+        cut: false,
+    };
+}
+
 /// Characters in `text` (what a column's width counts).
 fn chars(text: &str) -> usize {
     if text.is_ascii() {
@@ -156,7 +180,13 @@ fn chars(text: &str) -> usize {
 
 /// `count` spaces.
 fn pad(line: &mut String, count: usize) {
-    line.extend(std::iter::repeat_n(' ', count));
+    const SPACES: &str = "                                                                ";
+    let mut left = count;
+    while left > 0 {
+        let now = left.min(SPACES.len());
+        line.push_str(&SPACES[..now]);
+        left -= now;
+    }
 }
 
 /// `number` in decimal, right-aligned in `width` columns (`write!` with a width was a
@@ -209,13 +239,130 @@ impl std::hash::Hasher for Fnv {
 
 type BuildFnv = std::hash::BuildHasherDefault<Fnv>;
 
+/// What a plan map and `weft status --json` render: a plan's own fields and its tasks,
+/// either a [`Plan`]'s (built in memory: `weft plan --file`) or a stored
+/// [`weft_store::Outline`]'s (`weft status`, which builds no `Task`). Both render through
+/// the same functions below, task by task, as [`TaskView`]s.
+#[derive(Clone, Copy)]
+pub struct PlanView<'a> {
+    plan: &'a Plan,
+    tasks: Source<'a>,
+    /// Tasks recorded in progress read interrupted, for this reason.
+    orphaned: Option<&'static str>,
+}
+
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Plan(&'a [Task]),
+    Outline(&'a weft_store::Outline),
+}
+
+impl<'a> PlanView<'a> {
+    /// `plan` and its tasks.
+    pub fn of(plan: &'a Plan) -> PlanView<'a> {
+        PlanView {
+            plan,
+            tasks: Source::Plan(&plan.tasks),
+            orphaned: None,
+        }
+    }
+
+    /// A stored outline's plan and tasks.
+    pub fn outline(outline: &'a weft_store::Outline) -> PlanView<'a> {
+        PlanView {
+            plan: &outline.plan,
+            tasks: Source::Outline(outline),
+            orphaned: None,
+        }
+    }
+
+    /// Every task recorded in progress shown interrupted, with `reason` (in `--json`, a
+    /// `reason` after its fields): what `weft status` shows when the plan's engine is
+    /// gone.
+    pub fn orphaned(self, reason: &'static str) -> PlanView<'a> {
+        PlanView {
+            orphaned: Some(reason),
+            ..self
+        }
+    }
+
+    /// The plan's own fields (its `tasks` may be empty: see [`PlanView::tasks`]).
+    pub fn plan(&self) -> &'a Plan {
+        self.plan
+    }
+
+    pub fn len(&self) -> usize {
+        match self.tasks {
+            Source::Plan(tasks) => tasks.len(),
+            Source::Outline(outline) => outline.len(),
+        }
+    }
+
+    /// Whether any task may have limits of its own (`false`: none has).
+    pub fn may_have_limits(&self) -> bool {
+        match self.tasks {
+            Source::Plan(_) => true,
+            Source::Outline(outline) => outline.any_limits(),
+        }
+    }
+
+    /// Whether any task reads interrupted because its engine is gone.
+    pub fn any_orphaned(&self) -> bool {
+        self.orphaned.is_some()
+            && match self.tasks {
+                Source::Plan(tasks) => tasks.iter().any(|t| t.status == TaskStatus::InProgress),
+                Source::Outline(outline) => outline.any_status(TaskStatus::InProgress),
+            }
+    }
+
+    /// Every task as it is shown, in order, with the reason it reads so when it has one.
+    pub fn tasks(&self) -> ViewTasks<'a> {
+        ViewTasks {
+            tasks: match self.tasks {
+                Source::Plan(tasks) => TasksOf::Plan(tasks.iter()),
+                Source::Outline(outline) => TasksOf::Outline(outline.tasks()),
+            },
+            orphaned: self.orphaned,
+        }
+    }
+}
+
+/// The tasks of a [`PlanView`] ([`PlanView::tasks`]).
+pub struct ViewTasks<'a> {
+    tasks: TasksOf<'a>,
+    orphaned: Option<&'static str>,
+}
+
+enum TasksOf<'a> {
+    Plan(std::slice::Iter<'a, Task>),
+    Outline(weft_store::OutlineTasks<'a>),
+}
+
+impl<'a> Iterator for ViewTasks<'a> {
+    type Item = (TaskView<'a>, Option<&'static str>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut task = match &mut self.tasks {
+            TasksOf::Plan(tasks) => tasks.next()?.view(),
+            TasksOf::Outline(tasks) => tasks.next()?,
+        };
+        match self.orphaned {
+            Some(reason) if task.status == TaskStatus::InProgress => {
+                task.status = TaskStatus::Interrupted;
+                Some((task, Some(reason)))
+            }
+            _ => Some((task, None)),
+        }
+    }
+}
+
 /// The status column of a plan map row: the status and what qualifies it.
 fn status_label(
-    task: &Task,
+    task: &TaskView<'_>,
     usage: &HashMap<String, TaskUsage>,
 ) -> (&'static str, Cow<'static, str>) {
     let idle = (task.status == TaskStatus::InProgress)
-        .then(|| usage.get(&task.id).and_then(|u| u.idle_secs))
+        .then(|| usage.get(task.id).and_then(|u| u.idle_secs))
         .flatten();
     if let Some(secs) = idle {
         return (
@@ -228,7 +375,7 @@ fn status_label(
     } else if task.status == TaskStatus::Completed
         && !usage.is_empty()
         && usage
-            .get(&task.id)
+            .get(task.id)
             .is_some_and(|u| u.landing == Some(weft_core::Landing::NoChanges))
     {
         " (no changes)"
@@ -245,7 +392,7 @@ pub fn idle_for(secs: u64) -> String {
 }
 
 /// What the runner column shows for a task.
-fn runner_str<'a>(task: &'a Task, plan: &'a Plan, default_runner: &'a str) -> &'a str {
+fn runner_str<'a>(task: &TaskView<'a>, plan: &'a Plan, default_runner: &'a str) -> &'a str {
     match task.kind {
         TaskKind::Ai => task
             .effective_runner(plan.runner.as_deref())
@@ -270,11 +417,11 @@ fn status_style(status: TaskStatus) -> anstyle::Style {
 /// The plan map: header, then one row per task (order, status, title, runner, deps).
 pub fn plan_map(
     out: &mut dyn Write,
-    plan: &Plan,
+    view: PlanView<'_>,
     default_runner: &str,
     usage: &HashMap<String, TaskUsage>,
 ) -> std::io::Result<()> {
-    plan_map_styled(out, plan, default_runner, usage, true)
+    plan_map_styled(out, view, default_runner, usage, true)
 }
 
 /// [`plan_map`], with `styled: false` writing no escape codes at all: the very bytes
@@ -286,11 +433,13 @@ pub fn plan_map(
 /// used to allocate five strings per row).
 pub fn plan_map_styled(
     out: &mut dyn Write,
-    plan: &Plan,
+    view: PlanView<'_>,
     default_runner: &str,
     usage: &HashMap<String, TaskUsage>,
     styled: bool,
 ) -> std::io::Result<()> {
+    let plan = view.plan();
+    let task_count = view.len();
     let bold = if styled {
         anstyle::Style::new().bold()
     } else {
@@ -301,12 +450,12 @@ pub fn plan_map_styled(
         "{bold}plan {}{bold:#}  {}  {} task{}  updated {}",
         plan.short_id(),
         plan.status,
-        plan.tasks.len(),
-        if plan.tasks.len() == 1 { "" } else { "s" },
+        task_count,
+        if task_count == 1 { "" } else { "s" },
         minute(plan.updated_at),
     )?;
     writeln!(out, "goal: {}", safe(&plan.goal))?;
-    if plan.tasks.is_empty() {
+    if task_count == 0 {
         if plan.status == PlanStatus::Draft {
             writeln!(
                 out,
@@ -320,18 +469,37 @@ pub fn plan_map_styled(
         }
         return Ok(());
     }
-    let order_width = plan.tasks.len().to_string().len().max(1);
+    let order_width = task_count.to_string().len().max(1);
     let mut order_of: HashMap<&str, u32, BuildFnv> =
-        HashMap::with_capacity_and_hasher(plan.tasks.len(), BuildFnv::default());
-    order_of.extend(plan.tasks.iter().map(|t| (t.id.as_str(), t.order)));
+        HashMap::with_capacity_and_hasher(task_count, BuildFnv::default());
     let (mut status_width, mut title_width, mut runner_width) = (6, 5, 6);
-    for task in &plan.tasks {
-        let (status, note) = status_label(task, usage);
+    // Most tasks show the same runner (the very same `&str`): measured once.
+    let (mut last_runner, mut last_runner_width): (&str, usize) = ("", 0);
+    // Each title as shown, measured here and kept for the rows' pass when it needs no
+    // escape (nearly every title): sanitizing and cutting it twice was a tenth of the map.
+    let mut titles: Vec<ShownTitle> = Vec::with_capacity(task_count);
+    for (task, _) in view.tasks() {
+        order_of.insert(task.id, task.order);
+        let (status, note) = status_label(&task, usage);
         status_width = status_width.max(status.len() + note.len());
-        let title = safe(&task.title);
-        let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
-        title_width = title_width.max(chars(title) + usize::from(cut));
-        runner_width = runner_width.max(chars(&safe(runner_str(task, plan, default_runner))));
+        let shown = safe(task.title);
+        let (title, cut) = cut_parts(&shown, MAP_TITLE_CHARS);
+        let width = chars(title) + usize::from(cut);
+        title_width = title_width.max(width);
+        titles.push(match shown {
+            Cow::Borrowed(_) => ShownTitle {
+                len: u32::try_from(title.len()).unwrap_or(u32::MAX),
+                width: u32::try_from(width).unwrap_or(u32::MAX),
+                cut,
+            },
+            Cow::Owned(_) => ShownTitle::AGAIN,
+        });
+        let runner = runner_str(&task, plan, default_runner);
+        if !std::ptr::eq(runner, last_runner) {
+            last_runner = runner;
+            last_runner_width = chars(&safe(runner));
+        }
+        runner_width = runner_width.max(last_runner_width);
     }
     writeln!(out)?;
     writeln!(
@@ -339,10 +507,16 @@ pub fn plan_map_styled(
         "{bold}{:>order_width$}  {:<status_width$}  {:<title_width$}  {:<runner_width$}  deps{bold:#}",
         "#", "status", "title", "runner"
     )?;
+    // The notes under the map are gathered in the same pass as its rows.
+    let mut notes = Vec::new();
+    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
+    let mut cost_unknown = false;
     // Each row is put together in one buffer by hand and written at once: `write!` with
     // nine padded arguments was most of the cost of rendering a large plan.
     let mut line = String::with_capacity(256);
-    for task in &plan.tasks {
+    let (mut last_runner, mut last_shown): (&str, Cow<'_, str>) = ("", Cow::Borrowed(""));
+    let mut last_runner_width = 0;
+    for ((task, _), fit) in view.tasks().zip(&titles) {
         use std::fmt::Write as _;
         line.clear();
         push_number(&mut line, task.order, order_width);
@@ -351,7 +525,7 @@ pub fn plan_map_styled(
         if styled {
             let _ = write!(line, "{}", style.render());
         }
-        let (status, note) = status_label(task, usage);
+        let (status, note) = status_label(&task, usage);
         line.push_str(status);
         line.push_str(&note);
         pad(&mut line, status_width - status.len() - note.len());
@@ -359,17 +533,31 @@ pub fn plan_map_styled(
             let _ = write!(line, "{}", style.render_reset());
         }
         line.push_str("  ");
-        let title = safe(&task.title);
-        let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
-        line.push_str(title);
-        if cut {
-            line.push('…');
-        }
-        pad(&mut line, title_width - chars(title) - usize::from(cut));
+        let width = if fit.len == u32::MAX {
+            let title = safe(task.title);
+            let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
+            line.push_str(title);
+            if cut {
+                line.push('…');
+            }
+            chars(title) + usize::from(cut)
+        } else {
+            line.push_str(&task.title[..fit.len as usize]);
+            if fit.cut {
+                line.push('…');
+            }
+            fit.width as usize
+        };
+        pad(&mut line, title_width - width);
         line.push_str("  ");
-        let runner = safe(runner_str(task, plan, default_runner));
-        line.push_str(&runner);
-        pad(&mut line, runner_width - chars(&runner));
+        let runner = runner_str(&task, plan, default_runner);
+        if !std::ptr::eq(runner, last_runner) {
+            last_runner = runner;
+            last_shown = safe(runner);
+            last_runner_width = chars(&last_shown);
+        }
+        line.push_str(&last_shown);
+        pad(&mut line, runner_width - last_runner_width);
         line.push_str("  ");
         if task.dependencies.is_empty() {
             line.push('-');
@@ -378,18 +566,13 @@ pub fn plan_map_styled(
             if index > 0 {
                 line.push(',');
             }
-            match order_of.get(dependency.as_str()) {
+            match order_of.get(dependency) {
                 Some(&order) => push_number(&mut line, order, 0),
                 None => line.push_str(&safe(dependency)),
             }
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
-    }
-    let mut notes = Vec::new();
-    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
-    let mut cost_unknown = false;
-    for task in &plan.tasks {
         let failed = matches!(
             task.status,
             TaskStatus::Failed
@@ -397,7 +580,7 @@ pub fn plan_map_styled(
                 | TaskStatus::Interrupted
                 | TaskStatus::Conflicted
         );
-        if failed && let Some(verdict) = &task.verdict {
+        if failed && let Some(verdict) = task.verdict {
             notes.push(format!(
                 "  #{} {}: {}",
                 task.order,
@@ -405,7 +588,7 @@ pub fn plan_map_styled(
                 cut(&safe(&verdict.reason), 100)
             ));
         }
-        let Some(used) = usage.get(&task.id) else {
+        let Some(used) = usage.get(task.id) else {
             continue;
         };
         if used.input_tokens.is_some() || used.cost_usd.is_some() {
@@ -557,7 +740,7 @@ impl StatusJson<'_> {
         out.extend_from_slice(b",\"updated_at\":");
         serde_json::to_writer(&mut *out, &plan.updated_at)?;
         out.extend_from_slice(b",\"tasks\":[");
-        for (index, task) in plan.tasks.iter().enumerate() {
+        for (index, task) in plan.tasks.each().enumerate() {
             if index > 0 {
                 out.push(b',');
             }
@@ -574,9 +757,14 @@ impl StatusJson<'_> {
 /// `text` as a JSON string, the bytes `serde_json` writes: straight through when nothing
 /// in it needs an escape (`"`, `\\`, a control character), which is nearly always.
 fn json_str(out: &mut Vec<u8>, text: &str) {
-    let plain = text
-        .bytes()
-        .fold(true, |ok, b| ok & (b >= 0x20 && b != b'"' && b != b'\\'));
+    // 16 bytes at a time, a branch-free test the compiler vectorizes, then the rest.
+    let escaped = |bytes: &[u8]| {
+        bytes.iter().fold(false, |any, &b| {
+            any | (b < 0x20) | (b == b'"') | (b == b'\\')
+        })
+    };
+    let mut chunks = text.as_bytes().chunks_exact(16);
+    let plain = !chunks.any(escaped) && !escaped(chunks.remainder());
     if plain {
         out.reserve(text.len() + 2);
         out.push(b'"');
@@ -587,6 +775,15 @@ fn json_str(out: &mut Vec<u8>, text: &str) {
     }
 }
 
+/// One of weft's own names (a status, a kind: lowercase ASCII letters and `_`, nothing to
+/// escape) as a JSON string, without looking for escapes.
+fn json_name(out: &mut Vec<u8>, name: &'static str) {
+    debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+}
+
 fn json_opt_str(out: &mut Vec<u8>, text: Option<&str>) {
     match text {
         Some(text) => json_str(out, text),
@@ -594,15 +791,34 @@ fn json_opt_str(out: &mut Vec<u8>, text: Option<&str>) {
     }
 }
 
-fn json_strs(out: &mut Vec<u8>, items: &[String]) {
-    out.push(b'[');
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
+fn json_strs(out: &mut Vec<u8>, items: Strings<'_>) {
+    match items {
+        // Items with nothing to escape, between their stored `["` and `"]`: serde's bytes.
+        Strings::Joined(Some(joined)) => {
+            out.extend_from_slice(b"[\"");
+            out.extend_from_slice(joined.as_bytes());
+            out.extend_from_slice(b"\"]");
         }
-        json_str(out, item);
+        _ => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                json_str(out, item);
+            }
+            out.push(b']');
+        }
     }
-    out.push(b']');
+}
+
+/// A list of strings as serde writes a `Vec<String>`.
+struct StringsJson<'a>(Strings<'a>);
+
+impl Serialize for StringsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
 }
 
 #[derive(Serialize)]
@@ -615,7 +831,30 @@ struct PlanJson<'a> {
     revision: u64,
     created_at: Timestamp,
     updated_at: Timestamp,
-    tasks: Vec<TaskJson<'a>>,
+    tasks: TasksJson<'a>,
+}
+
+/// The tasks of the JSON, made one at a time from the view ([`task_json`]): never all at
+/// once (10,000 of them were 2 MiB).
+struct TasksJson<'a> {
+    view: PlanView<'a>,
+    default_runner: &'a str,
+    usage: &'a HashMap<String, TaskUsage>,
+}
+
+impl<'a> TasksJson<'a> {
+    fn each(&self) -> impl Iterator<Item = TaskJson<'a>> + 'a {
+        let (plan, default_runner, usage) = (self.view.plan(), self.default_runner, self.usage);
+        self.view
+            .tasks()
+            .map(move |(task, reason)| task_json(task, reason, plan, default_runner, usage))
+    }
+}
+
+impl Serialize for TasksJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.each())
+    }
 }
 
 #[derive(Serialize)]
@@ -627,18 +866,22 @@ struct TaskJson<'a> {
     kind: TaskKind,
     /// The effective runner of an AI task; null for manual and ops tasks.
     runner: Option<&'a str>,
-    dependencies: &'a [String],
+    dependencies: StringsJson<'a>,
     hold: bool,
     model: Option<&'a str>,
     effort: Option<&'a str>,
     mode: Option<&'a str>,
-    checks: &'a [String],
+    checks: StringsJson<'a>,
     /// Its own `timeout`, `idle_timeout`, `budget_usd`, `budget_tokens` (unset: absent).
     #[serde(skip_serializing_if = "weft_core::TaskLimits::is_empty")]
-    limits: &'a weft_core::TaskLimits,
+    limits: weft_core::TaskLimits,
     verdict: Option<&'a weft_core::Verdict>,
     #[serde(flatten)]
     usage: Option<&'a TaskUsage>,
+    /// Why it reads as it does, when the status was not the store's (see
+    /// [`PlanView::orphaned`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
 }
 
 impl TaskJson<'_> {
@@ -652,13 +895,13 @@ impl TaskJson<'_> {
         out.extend_from_slice(b",\"title\":");
         json_str(out, self.title);
         out.extend_from_slice(b",\"status\":");
-        json_str(out, self.status.as_str());
+        json_name(out, self.status.as_str());
         out.extend_from_slice(b",\"kind\":");
-        json_str(out, self.kind.as_str());
+        json_name(out, self.kind.as_str());
         out.extend_from_slice(b",\"runner\":");
         json_opt_str(out, self.runner);
         out.extend_from_slice(b",\"dependencies\":");
-        json_strs(out, self.dependencies);
+        json_strs(out, self.dependencies.0);
         out.extend_from_slice(if self.hold {
             b",\"hold\":true"
         } else {
@@ -671,10 +914,10 @@ impl TaskJson<'_> {
         out.extend_from_slice(b",\"mode\":");
         json_opt_str(out, self.mode);
         out.extend_from_slice(b",\"checks\":");
-        json_strs(out, self.checks);
+        json_strs(out, self.checks.0);
         if !self.limits.is_empty() {
             out.extend_from_slice(b",\"limits\":");
-            serde_json::to_writer(&mut *out, self.limits)?;
+            serde_json::to_writer(&mut *out, &self.limits)?;
         }
         out.extend_from_slice(b",\"verdict\":");
         serde_json::to_writer(&mut *out, &self.verdict)?;
@@ -686,43 +929,56 @@ impl TaskJson<'_> {
                 out.extend_from_slice(fields);
             }
         }
+        if let Some(reason) = self.reason {
+            out.extend_from_slice(b",\"reason\":");
+            json_str(out, reason);
+        }
         out.push(b'}');
         Ok(())
     }
 }
 
-pub fn plan_json<'a>(
+/// One task of the JSON.
+fn task_json<'a>(
+    task: TaskView<'a>,
+    reason: Option<&'static str>,
     plan: &'a Plan,
     default_runner: &'a str,
     usage: &'a HashMap<String, TaskUsage>,
+) -> TaskJson<'a> {
+    TaskJson {
+        order: task.order,
+        id: task.id,
+        title: task.title,
+        status: task.status,
+        kind: task.kind,
+        runner: match task.kind {
+            TaskKind::Ai => Some(
+                task.effective_runner(plan.runner.as_deref())
+                    .unwrap_or(default_runner),
+            ),
+            _ => None,
+        },
+        dependencies: StringsJson(task.dependencies),
+        hold: task.hold,
+        model: task.model,
+        effort: task.effort,
+        mode: task.mode,
+        checks: StringsJson(task.checks),
+        limits: task.limits,
+        verdict: task.verdict,
+        usage: usage.get(task.id),
+        reason,
+    }
+}
+
+/// The `weft status --json` object of `view` (`weft plan --file --json` too).
+pub fn plan_json<'a>(
+    view: PlanView<'a>,
+    default_runner: &'a str,
+    usage: &'a HashMap<String, TaskUsage>,
 ) -> StatusJson<'a> {
-    let tasks = plan
-        .tasks
-        .iter()
-        .map(|task| TaskJson {
-            order: task.order,
-            id: &task.id,
-            title: &task.title,
-            status: task.status,
-            kind: task.kind,
-            runner: match task.kind {
-                TaskKind::Ai => Some(
-                    task.effective_runner(plan.runner.as_deref())
-                        .unwrap_or(default_runner),
-                ),
-                _ => None,
-            },
-            dependencies: &task.dependencies,
-            hold: task.hold,
-            model: task.model.as_deref(),
-            effort: task.effort.as_deref(),
-            mode: task.mode.as_deref(),
-            checks: &task.checks,
-            limits: &task.limits,
-            verdict: task.verdict.as_ref(),
-            usage: usage.get(&task.id),
-        })
-        .collect();
+    let plan = view.plan();
     StatusJson {
         plan: PlanJson {
             id: &plan.id,
@@ -733,7 +989,11 @@ pub fn plan_json<'a>(
             revision: plan.revision,
             created_at: plan.created_at,
             updated_at: plan.updated_at,
-            tasks,
+            tasks: TasksJson {
+                view,
+                default_runner,
+                usage,
+            },
         },
         spend: spend_json(usage, &weft_core::spend::Budget::default()),
     }
@@ -1191,9 +1451,16 @@ mod tests {
     fn the_plain_map_is_the_styled_map_without_its_escape_codes() {
         let (plan, usage) = varied_plan();
         let mut styled = Vec::new();
-        plan_map(&mut styled, &plan, "claude-code", &usage).unwrap();
+        plan_map(&mut styled, PlanView::of(&plan), "claude-code", &usage).unwrap();
         let mut plain = Vec::new();
-        plan_map_styled(&mut plain, &plan, "claude-code", &usage, false).unwrap();
+        plan_map_styled(
+            &mut plain,
+            PlanView::of(&plan),
+            "claude-code",
+            &usage,
+            false,
+        )
+        .unwrap();
         let styled = String::from_utf8(styled).unwrap();
         assert!(styled.contains('\u{1b}'), "the styled map has colour");
         let plain = String::from_utf8(plain).unwrap();

@@ -12,7 +12,7 @@ use crate::commands::run::execute;
 use crate::commands::{stdout, styled};
 use crate::context::{Ctx, RunOptions, now};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_map, usage_by_task};
+use crate::render::{PlanView, note, plan_map, usage_by_task};
 use crate::workspace::Workspace;
 
 /// The demo plan, built into the binary.
@@ -103,7 +103,7 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let plan = store.plan(&plan.id)?;
     let usage = usage_by_task(&store.attempts_of_plan(&plan.id)?);
     stdout(&styled(|out| {
-        plan_map(out, &plan, ctx.settings.runner(), &usage)
+        plan_map(out, PlanView::of(&plan), ctx.settings.runner(), &usage)
     }))?;
     note(&format!(
         "\neach task ran in its own git worktree; its work landed on weft/<run>/integration and was merged into the demo's branch.\nlook around with:\n  cd {}\n  git log --graph --oneline\n  weft status\n  weft log 3\n  weft prompt 3",

@@ -10,7 +10,6 @@ use std::ffi::OsString;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use weft_core::TaskStatus;
 use weft_engine::EngineConfig;
 use weft_engine::kept::NO_ENGINE;
 use weft_engine::runners::Registry;
@@ -20,7 +19,7 @@ use weft_store::{AskRecord, Store};
 use crate::cli::Globals;
 use crate::context::{self, Ctx};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_json, usage_by_task};
+use crate::render::{PlanView, note, plan_json, usage_by_task};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -157,26 +156,21 @@ impl Host for BinHost {
 
     /// `weft status --json`, as `commands::status` builds it (a test compares the two).
     fn status_json(&self, store: &Store, plan_id: &str) -> ApiResult<serde_json::Value> {
-        let mut plan = store.plan_outline(plan_id)?;
+        let plan = store.plan_outline(plan_id)?;
         let attempts = store.attempts_of_plan(plan_id)?;
         let engine_alive = weft_engine::control::engine_running(store, plan_id)?.is_some();
-        let mut orphaned = Vec::new();
+        let mut view = PlanView::of(&plan);
         if !engine_alive {
-            for task in &mut plan.tasks {
-                if task.status == TaskStatus::InProgress {
-                    task.status = TaskStatus::Interrupted;
-                    orphaned.push(task.id.clone());
-                }
-            }
+            view = view.orphaned(NO_ENGINE);
         }
         let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
         let mut usage = usage_by_task(&attempts);
-        super::status::limits_usage(store, &plan, engine_alive, &mut usage).map_err(cli_to_api)?;
+        super::status::limits_usage(store, view, engine_alive, &mut usage).map_err(cli_to_api)?;
         let budget = super::status::plan_budget(store, plan_id, &self.ctx.settings.spend.budget)?;
         let verification =
             super::status::verification(store, plan_id, engine_alive).map_err(cli_to_api)?;
         let default_runner = self.ctx.settings.runner();
-        let status = plan_json(&plan, default_runner, &usage).budget(&usage, &budget);
+        let status = plan_json(view, default_runner, &usage).budget(&usage, &budget);
         let mut json =
             serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
         json["kept_worktrees"] =
@@ -184,13 +178,6 @@ impl Host for BinHost {
         if let Some(verification) = verification {
             json["verification"] = serde_json::to_value(&verification)
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-        }
-        if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
-            for task in tasks {
-                if orphaned.iter().any(|id| task["id"] == id.as_str()) {
-                    task["reason"] = NO_ENGINE.into();
-                }
-            }
         }
         Ok(json)
     }

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use weft_core::{Plan, TaskStatus};
 use weft_engine::kept::NO_ENGINE;
 use weft_store::Store;
 
@@ -13,7 +12,7 @@ use crate::cli::Globals;
 use crate::commands::{print_plan_map, stdout, styled};
 use crate::context::Ctx;
 use crate::error::CliResult;
-use crate::render::{TaskUsage, plan_json, plan_map, safe, usage_by_task};
+use crate::render::{PlanView, TaskUsage, plan_json, plan_map, safe, usage_by_task};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -33,63 +32,41 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     if args.watch {
         return watch(&store, &plan_id, default_runner);
     }
-    // The outline: everything the map and the JSON show, without the prompts.
-    // Not freed: the process ends right after this command, and freeing a 10,000-task
-    // plan string by string was a twentieth of `weft status`.
-    let mut plan = std::mem::ManuallyDrop::new(store.plan_outline(&plan_id)?);
+    // The outline: everything the map and the JSON show, without the prompts, and
+    // without a `Task` per row (see `weft_store::Outline`). Not freed: the process ends
+    // right after this command.
+    let outline = std::mem::ManuallyDrop::new(store.outline(&plan_id)?);
     let attempts = store.attempts_of_plan(&plan_id)?;
     let engine_alive = weft_engine::control::engine_running(&store, &plan_id)?.is_some();
     // Tasks recorded running whose engine is gone are interrupted, whatever the store says.
-    let mut orphaned = Vec::new();
+    let mut plan = PlanView::outline(&outline);
     if !engine_alive {
-        for task in &mut plan.tasks {
-            if task.status == TaskStatus::InProgress {
-                task.status = TaskStatus::Interrupted;
-                orphaned.push((task.order, task.id.clone()));
-            }
-        }
+        plan = plan.orphaned(NO_ENGINE);
     }
     let kept = weft_engine::kept::kept_worktrees(&attempts, engine_alive);
     let mut usage = usage_by_task(&attempts);
-    limits_usage(&store, &plan, engine_alive, &mut usage)?;
+    limits_usage(&store, plan, engine_alive, &mut usage)?;
     let plan_budget = plan_budget(&store, &plan_id, &ctx.settings.spend.budget)?;
     let verification = verification(&store, &plan_id, engine_alive)?;
     if args.json {
         let status = StatusWithKept {
-            status: plan_json(&plan, default_runner, &usage).budget(&usage, &plan_budget),
+            status: plan_json(plan, default_runner, &usage).budget(&usage, &plan_budget),
             kept_worktrees: &kept,
             verification: verification.as_ref(),
         };
-        let json = if orphaned.is_empty() {
-            None
-        } else {
-            // Through a tree: each of those tasks gets a `reason` after its fields.
-            // Rare (an engine died): the tasks it left say why they read interrupted.
-            let mut json = serde_json::to_value(&status).map_err(std::io::Error::from)?;
-            if let Some(tasks) = json["plan"]["tasks"].as_array_mut() {
-                for task in tasks {
-                    if orphaned.iter().any(|(_, id)| task["id"] == id.as_str()) {
-                        task["reason"] = NO_ENGINE.into();
-                    }
-                }
-            }
-            Some(json)
-        };
         // JSON carries no colour: write it straight out, not through the colour filter.
-        let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-        let written = match &json {
-            Some(json) => serde_json::to_writer(&mut out, json),
-            None => status.write_json(&mut out),
-        }
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
+        let mut out = super::bulk_stdout();
+        let written = status
+            .write_json(&mut out)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
         match written {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(()),
         }
     } else {
-        print_plan_map(&plan, default_runner, &usage)?;
+        print_plan_map(plan, default_runner, &usage)?;
         let mut text = String::new();
         let spend = crate::render::spend_json(&usage, &plan_budget);
         if spend.budget_usd.is_some() || spend.budget_tokens.is_some() {
@@ -104,8 +81,16 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         if let Some(v) = &verification {
             text.push_str(&v.line());
         }
+        let orphaned: Vec<String> = plan
+            .any_orphaned()
+            .then(|| plan.tasks())
+            .into_iter()
+            .flatten()
+            .filter(|(_, reason)| reason.is_some())
+            .map(|(task, _)| format!("#{}", task.order))
+            .collect();
         if !orphaned.is_empty() {
-            let tasks: Vec<String> = orphaned.iter().map(|(o, _)| format!("#{o}")).collect();
+            let tasks = orphaned;
             text.push_str(&format!(
                 "\ninterrupted ({NO_ENGINE}): {}; `weft run` continues them\n",
                 tasks.join(", ")
@@ -152,19 +137,24 @@ pub(crate) fn plan_budget(
 
 pub(crate) fn limits_usage(
     store: &Store,
-    plan: &Plan,
+    plan: PlanView<'_>,
     engine_alive: bool,
     usage: &mut HashMap<String, TaskUsage>,
 ) -> CliResult {
-    for task in plan.tasks.iter().filter(|t| t.limits.budget().is_set()) {
+    let with_limits = plan
+        .may_have_limits()
+        .then(|| plan.tasks())
+        .into_iter()
+        .flatten();
+    for (task, _) in with_limits.filter(|(t, _)| t.limits.budget().is_set()) {
         usage
-            .entry(task.id.clone())
+            .entry(task.id.to_owned())
             .or_default()
             .set_budget(&task.limits.budget());
     }
     if engine_alive {
         let now = crate::context::now();
-        for idle in store.idle_attempts(&plan.id)? {
+        for idle in store.idle_attempts(&plan.plan().id)? {
             if let Some(used) = usage.get_mut(&idle.task) {
                 used.idle_secs = Some(u64::try_from(now - idle.since).unwrap_or(0) / 1000);
             }
@@ -248,7 +238,11 @@ pub(crate) fn verification(
 /// How many kept worktrees the text lists (a screenful); the rest are counted.
 const KEPT_SHOWN: usize = 20;
 
-fn map_text(plan: &Plan, default_runner: &str, usage: &HashMap<String, TaskUsage>) -> String {
+fn map_text(
+    plan: PlanView<'_>,
+    default_runner: &str,
+    usage: &HashMap<String, TaskUsage>,
+) -> String {
     styled(|out| plan_map(out, plan, default_runner, usage))
 }
 
@@ -260,13 +254,13 @@ fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
         let running = weft_engine::control::engine_running(store, plan_id)?;
         if seq != seen {
             seen = seq;
-            let plan = store.plan_outline(plan_id)?;
+            let plan = store.outline(plan_id)?;
             let usage = usage_by_task(&store.attempts_of_plan(plan_id)?);
             let mut text = String::new();
             if terminal {
                 text.push_str("\x1b[H\x1b[2J");
             }
-            text.push_str(&map_text(&plan, default_runner, &usage));
+            text.push_str(&map_text(PlanView::outline(&plan), default_runner, &usage));
             match running {
                 Some(pid) => text.push_str(&format!(
                     "\n(watching the run of engine pid {pid}; Ctrl-C to stop watching)\n"
@@ -289,7 +283,10 @@ fn watch(store: &Store, plan_id: &str, default_runner: &str) -> CliResult {
 mod tests {
     use super::*;
     use weft_core::spend::Budget;
-    use weft_core::{Check, Denial, Landing, PlanStatus, Task, TaskKind, Verdict, VerdictOutcome};
+    use weft_core::{
+        Check, Denial, Landing, Plan, PlanStatus, Task, TaskKind, TaskStatus, Verdict,
+        VerdictOutcome,
+    };
     use weft_engine::kept::KeptWorktree;
 
     /// Every status, both verdicts (one with text that needs escapes), a hold, every kind,
@@ -428,10 +425,16 @@ mod tests {
                 tokens: Some(5),
             },
         ];
-        for budget in &budgets {
+        // With and without an engine (without, tasks in progress read interrupted, with a
+        // reason).
+        let views = [PlanView::of(&plan), PlanView::of(&plan).orphaned(NO_ENGINE)];
+        for (budget, view) in budgets
+            .iter()
+            .flat_map(|b| views.iter().map(move |v| (b, *v)))
+        {
             for (kept, verification) in [(&kept[..], Some(&verification)), (&[][..], None)] {
                 let status = StatusWithKept {
-                    status: plan_json(&plan, "opencode", &usage).budget(&usage, budget),
+                    status: plan_json(view, "opencode", &usage).budget(&usage, budget),
                     kept_worktrees: kept,
                     verification,
                 };
@@ -451,7 +454,7 @@ mod tests {
             ..plan.clone()
         };
         let status = StatusWithKept {
-            status: plan_json(&empty, "opencode", &usage),
+            status: plan_json(PlanView::of(&empty), "opencode", &usage),
             kept_worktrees: &[],
             verification: None,
         };

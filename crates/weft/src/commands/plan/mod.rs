@@ -18,7 +18,7 @@ use crate::cli::Globals;
 use crate::commands::{JsonArg, print_json, print_plan_map};
 use crate::context::{Ctx, now};
 use crate::error::{CliError, CliResult};
-use crate::render::{note, plan_json, warnings};
+use crate::render::{PlanView, note, plan_json, warnings};
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -126,7 +126,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
 /// `weft status --json` prints.
 pub fn print_plan(plan: &Plan, default_runner: &str, output: JsonArg) -> CliResult {
     if output.json {
-        return print_json(&plan_json(plan, default_runner, &Default::default()));
+        return print_json(&plan_json(
+            PlanView::of(plan),
+            default_runner,
+            &Default::default(),
+        ));
     }
-    print_plan_map(plan, default_runner, &Default::default())
+    print_plan_map(PlanView::of(plan), default_runner, &Default::default())
 }

@@ -1,0 +1,316 @@
+//! A plan's outline without a `Task` per row: what `weft status` shows of 10,000 tasks,
+//! read in one pass (or by two readers at once, see `rows::load_outline`) into one block of
+//! text.
+//!
+//! Contract: [`Outline::tasks`] gives, for every task of the plan in order, exactly the
+//! [`TaskView`] that [`crate::Store::plan_outline`]'s task would give ([`Task::view`]),
+//! and a row that one would refuse as damaged is refused here too, before anything is
+//! shown: the whole plan is read and checked when the outline is built. Nothing is
+//! allocated per task: the texts of every row go into one `String`, each task is a fixed
+//! record of offsets into it, and only the rare parts (a verdict, a list that needs
+//! escapes, limits) are kept beside them.
+//!
+//! [`Task::view`]: weft_core::Task::view
+
+use weft_core::{Plan, Strings, TaskKind, TaskLimits, TaskStatus, TaskView, Verdict};
+
+/// Where a text lies in [`Outline::text`]; `start == u32::MAX` for none (NULL).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    const NONE: Span = Span {
+        start: u32::MAX,
+        len: 0,
+    };
+}
+
+/// A list column: its stored text when it needs no escape, else parsed.
+#[derive(Debug, Clone, Copy)]
+enum List {
+    Joined(Span),
+    Parsed(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: Span,
+    title: Span,
+    runner: Span,
+    model: Span,
+    effort: Span,
+    mode: Span,
+    checks: List,
+    dependencies: List,
+    order: u32,
+    /// Index into `verdicts`, `u32::MAX` for none.
+    verdict: u32,
+    /// Index into `limits`, `u32::MAX` for none set.
+    limits: u32,
+    kind: TaskKind,
+    status: TaskStatus,
+    hold: bool,
+}
+
+/// A plan's outline: its own fields (`plan`, whose `tasks` is empty) and its tasks as
+/// [`TaskView`]s ([`Outline::tasks`]).
+#[derive(Debug, Clone)]
+pub struct Outline {
+    /// The plan's own fields; `tasks` is empty (see [`Outline::tasks`]).
+    pub plan: Plan,
+    text: String,
+    entries: Vec<Entry>,
+    verdicts: Vec<Verdict>,
+    lists: Vec<Vec<String>>,
+    limits: Vec<TaskLimits>,
+}
+
+impl Outline {
+    pub(crate) fn new(plan: Plan) -> Outline {
+        Outline {
+            plan,
+            text: String::new(),
+            entries: Vec::new(),
+            verdicts: Vec::new(),
+            lists: Vec::new(),
+            limits: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether any task has limits of its own (most plans have none: a caller looking
+    /// for them can skip the tasks).
+    pub fn any_limits(&self) -> bool {
+        !self.limits.is_empty()
+    }
+
+    /// Every task, in order.
+    pub fn tasks(&self) -> OutlineTasks<'_> {
+        OutlineTasks {
+            outline: self,
+            entries: self.entries.iter(),
+        }
+    }
+
+    /// Whether any task's status is `status` (no [`TaskView`] made for it).
+    pub fn any_status(&self, status: TaskStatus) -> bool {
+        self.entries.iter().any(|entry| entry.status == status)
+    }
+
+    fn view(&self, entry: &Entry) -> TaskView<'_> {
+        TaskView {
+            order: entry.order,
+            id: self.str(entry.id).unwrap_or_default(),
+            title: self.str(entry.title).unwrap_or_default(),
+            status: entry.status,
+            hold: entry.hold,
+            kind: entry.kind,
+            runner: self.str(entry.runner),
+            model: self.str(entry.model),
+            effort: self.str(entry.effort),
+            mode: self.str(entry.mode),
+            checks: self.list(entry.checks),
+            dependencies: self.list(entry.dependencies),
+            limits: self
+                .limits
+                .get(entry.limits as usize)
+                .copied()
+                .unwrap_or_default(),
+            verdict: self.verdicts.get(entry.verdict as usize),
+        }
+    }
+
+    fn str(&self, span: Span) -> Option<&str> {
+        if span.start == u32::MAX {
+            return None;
+        }
+        let start = span.start as usize;
+        Some(&self.text[start..start + span.len as usize])
+    }
+
+    fn list(&self, list: List) -> Strings<'_> {
+        match list {
+            List::Joined(span) => Strings::Joined(self.str(span)),
+            List::Parsed(index) => Strings::Owned(&self.lists[index as usize]),
+        }
+    }
+
+    fn span(&mut self, text: Option<&str>) -> Span {
+        let Some(text) = text else {
+            return Span::NONE;
+        };
+        let start = self.text.len();
+        self.text.push_str(text);
+        // An outline over 4 GiB of text: no plan of weft's comes near it.
+        Span {
+            start: u32::try_from(start).expect("an outline under 4 GiB"),
+            len: u32::try_from(text.len()).expect("a column under 4 GiB"),
+        }
+    }
+
+    fn list_of(
+        &mut self,
+        text: &str,
+        parsed: impl FnOnce() -> Result<Vec<String>, String>,
+    ) -> Result<List, String> {
+        match crate::rows::plain_list_items(text) {
+            Some(joined) => Ok(List::Joined(self.span(joined))),
+            None => {
+                self.lists.push(parsed()?);
+                Ok(List::Parsed(index(self.lists.len())))
+            }
+        }
+    }
+}
+
+impl Span {
+    fn shifted(self, by: u32) -> Span {
+        if self.start == u32::MAX {
+            return self;
+        }
+        Span {
+            start: self.start + by,
+            len: self.len,
+        }
+    }
+}
+
+impl Outline {
+    /// `part`'s tasks after order `after`, in order, after this outline's, as if they had
+    /// been pushed here: `part` is an outline of the same plan read from its last task
+    /// down (its own `plan` is dropped).
+    pub(crate) fn append_down_after(&mut self, part: Outline, after: i64) {
+        let text = u32::try_from(self.text.len()).expect("an outline under 4 GiB");
+        let verdicts = u32::try_from(self.verdicts.len()).expect("fewer than 4 billion tasks");
+        let lists = u32::try_from(self.lists.len()).expect("fewer than 4 billion tasks");
+        let limits = u32::try_from(self.limits.len()).expect("fewer than 4 billion tasks");
+        self.text.push_str(&part.text);
+        let list = |list: List| match list {
+            List::Joined(span) => List::Joined(span.shifted(text)),
+            List::Parsed(index) => List::Parsed(index + lists),
+        };
+        let item = |index: u32, by: u32| if index == u32::MAX { index } else { index + by };
+        let kept = part
+            .entries
+            .into_iter()
+            .filter(|entry| i64::from(entry.order) > after)
+            .rev();
+        self.entries.extend(kept.map(|entry| Entry {
+            id: entry.id.shifted(text),
+            title: entry.title.shifted(text),
+            runner: entry.runner.shifted(text),
+            model: entry.model.shifted(text),
+            effort: entry.effort.shifted(text),
+            mode: entry.mode.shifted(text),
+            checks: list(entry.checks),
+            dependencies: list(entry.dependencies),
+            verdict: item(entry.verdict, verdicts),
+            limits: item(entry.limits, limits),
+            ..entry
+        }));
+        self.verdicts.extend(part.verdicts);
+        self.lists.extend(part.lists);
+        self.limits.extend(part.limits);
+    }
+}
+
+fn index(len: usize) -> u32 {
+    u32::try_from(len - 1).expect("fewer than 4 billion tasks")
+}
+
+/// The tasks of an [`Outline`], in order ([`Outline::tasks`]).
+#[derive(Debug, Clone)]
+pub struct OutlineTasks<'a> {
+    outline: &'a Outline,
+    entries: std::slice::Iter<'a, Entry>,
+}
+
+impl<'a> Iterator for OutlineTasks<'a> {
+    type Item = TaskView<'a>;
+
+    fn next(&mut self) -> Option<TaskView<'a>> {
+        self.entries.next().map(|entry| self.outline.view(entry))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+}
+
+impl ExactSizeIterator for OutlineTasks<'_> {}
+
+/// One row's columns as the loader read them, borrowed from SQLite.
+pub(crate) struct RowTexts<'r> {
+    pub id: &'r str,
+    pub order: u32,
+    pub title: &'r str,
+    pub runner: Option<&'r str>,
+    pub model: Option<&'r str>,
+    pub effort: Option<&'r str>,
+    pub mode: Option<&'r str>,
+    pub kind: TaskKind,
+    pub checks: &'r str,
+    pub status: TaskStatus,
+    pub hold: bool,
+    pub verdict: Option<Verdict>,
+    pub dependencies: &'r str,
+    pub limits: TaskLimits,
+}
+
+impl Outline {
+    /// Add one row; `Err` describes damage (a list that does not parse).
+    pub(crate) fn push(&mut self, row: RowTexts<'_>) -> Result<(), String> {
+        let id = self.span(Some(row.id));
+        let title = self.span(Some(row.title));
+        let runner = self.span(row.runner);
+        let model = self.span(row.model);
+        let effort = self.span(row.effort);
+        let mode = self.span(row.mode);
+        let checks = self.list_of(row.checks, || {
+            crate::rows::parse_strings(row.checks, "checks list", row.id)
+        })?;
+        let dependencies = self.list_of(row.dependencies, || {
+            crate::rows::parse_strings(row.dependencies, "dependencies", row.id)
+        })?;
+        let verdict = match row.verdict {
+            Some(verdict) => {
+                self.verdicts.push(verdict);
+                index(self.verdicts.len())
+            }
+            None => u32::MAX,
+        };
+        let limits = if row.limits.is_empty() {
+            u32::MAX
+        } else {
+            self.limits.push(row.limits);
+            index(self.limits.len())
+        };
+        self.entries.push(Entry {
+            id,
+            title,
+            runner,
+            model,
+            effort,
+            mode,
+            checks,
+            dependencies,
+            order: row.order,
+            verdict,
+            limits,
+            kind: row.kind,
+            status: row.status,
+            hold: row.hold,
+        });
+        Ok(())
+    }
+}
