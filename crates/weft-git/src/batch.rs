@@ -1,7 +1,7 @@
 //! Long-lived git processes a [`Repo`] handle keeps for what a run asks on every task:
 //! a `git cat-file --batch-command` that reads refs and objects, `git update-ref --stdin`
 //! processes that move refs in transactions, and writers of objects (`git hash-object -w
-//! --stdin-paths` for blobs and for commits, `git mktree --batch` for trees).
+//! --stdin-paths`, one for blobs, one for trees, one for commits).
 //!
 //! Why: an isolated run asks git the same small things for every task (where are the
 //! integration ref and weft's record of it; which symlinks did the task add; create and
@@ -92,8 +92,7 @@ pub(crate) struct Processes {
     reader: Mutex<Option<Piped>>,
     /// `(reflog message, process)`, most recently used last.
     writers: Mutex<VecDeque<(String, Piped)>>,
-    /// `git hash-object -w --stdin-paths` for blobs and for commits, and `git mktree
-    /// --batch`.
+    /// `git hash-object -w --stdin-paths` for blobs, for trees and for commits.
     objects: Mutex<ObjectWriters>,
 }
 
@@ -110,11 +109,9 @@ struct ObjectWriters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Blob,
+    Tree,
     Commit,
 }
-
-/// One line of a tree for [`Processes::write_tree`]: mode, type, id, name.
-pub(crate) type TreeLine<'a> = (&'a str, &'a str, &'a Oid, &'a [u8]);
 
 /// A git process talking over its standard input and output.
 #[derive(Debug)]
@@ -324,11 +321,14 @@ impl Processes {
         ));
         let slot = match kind {
             Kind::Blob => &mut writers.blob,
+            Kind::Tree => &mut writers.tree,
             Kind::Commit => &mut writers.commit,
         };
         if slot.is_none() {
             let args: &[&str] = match kind {
                 Kind::Blob => &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                // git checks a tree's and a commit's format before it writes one.
+                Kind::Tree => &["hash-object", "-w", "-t", "tree", "--stdin-paths"],
                 Kind::Commit => &["hash-object", "-w", "-t", "commit", "--stdin-paths"],
             };
             *slot = Piped::start(repo, args, false);
@@ -351,42 +351,6 @@ impl Processes {
         let _ = std::fs::remove_file(&file);
         if answer.is_none() {
             *slot = None;
-        }
-        answer
-    }
-
-    /// Write a tree of `lines` (`git mktree --batch`, which sorts them and checks that
-    /// each object exists with its type). `None` when the writer failed.
-    pub(crate) fn write_tree(&self, repo: &Repo, lines: &[TreeLine<'_>]) -> Option<Oid> {
-        if lines.is_empty()
-            || lines.iter().any(|(_, _, _, name)| {
-                name.is_empty()
-                    || name
-                        .iter()
-                        .any(|&b| matches!(b, b'\n' | b'\t' | b'"' | b'\\' | b'/'))
-            })
-        {
-            return None;
-        }
-        let mut writers = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        if writers.tree.is_none() {
-            writers.tree = Piped::start(repo, &["mktree", "--batch"], false);
-        }
-        let answer = (|| {
-            let piped = writers.tree.as_mut()?;
-            let mut request = Vec::new();
-            for (mode, kind, oid, name) in lines {
-                request.extend_from_slice(format!("{mode} {kind} {oid}\t").as_bytes());
-                request.extend_from_slice(name);
-                request.push(b'\n');
-            }
-            request.push(b'\n');
-            piped.stdin.write_all(&request).ok()?;
-            piped.stdin.flush().ok()?;
-            Oid::parse(&piped.line()?)
-        })();
-        if answer.is_none() {
-            writers.tree = None;
         }
         answer
     }
@@ -457,6 +421,44 @@ fn parse_idents(text: &str) -> Option<Idents> {
     })
 }
 
+/// The content of a tree object holding `entries` (mode, name, id), in git's order (by
+/// name, a folder's name compared as if it ended in `/`); `None` for a name git refuses
+/// (empty, or holding `/` or a NUL) or a name given twice.
+pub(crate) fn tree_content(entries: &mut [(String, Vec<u8>, Oid)]) -> Option<Vec<u8>> {
+    let key = |(mode, name, _): &(String, Vec<u8>, Oid)| {
+        let mut key = name.clone();
+        if mode == "40000" {
+            key.push(b'/');
+        }
+        key
+    };
+    entries.sort_by_key(key);
+    let mut content = Vec::with_capacity(entries.len() * 64);
+    for (index, (mode, name, oid)) in entries.iter().enumerate() {
+        if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
+            return None;
+        }
+        if index > 0 && entries[index - 1].1 == *name {
+            return None;
+        }
+        content.extend_from_slice(mode.as_bytes());
+        content.push(b' ');
+        content.extend_from_slice(name);
+        content.push(0);
+        content.extend(hex_bytes(oid.as_str())?);
+    }
+    Some(content)
+}
+
+/// The raw bytes of a hexadecimal id.
+fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    hex.as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(*pair.get(1)?)?))
+        .collect()
+}
+
 /// One entry of a tree object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry<'t> {
@@ -477,7 +479,16 @@ pub(crate) fn tree_entries(content: &[u8], hash_len: usize) -> Option<Vec<Entry<
         let nul = after.iter().position(|&b| b == 0)?;
         let name = &after[..nul];
         let raw = after.get(nul + 1..nul + 1 + hash_len)?;
-        let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let hex: String = raw
+            .iter()
+            .flat_map(|b| {
+                [
+                    DIGITS[usize::from(b >> 4)] as char,
+                    DIGITS[usize::from(b & 15)] as char,
+                ]
+            })
+            .collect();
         entries.push(Entry {
             mode,
             name,
@@ -533,6 +544,30 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn a_tree_written_is_in_git_order_and_reads_back_as_it_was_given() {
+        let oid = |byte: &str| Oid::parse(&byte.repeat(20)).unwrap();
+        let mut entries = vec![
+            ("100644".to_owned(), b"a.b".to_vec(), oid("01")),
+            ("40000".to_owned(), b"a".to_vec(), oid("02")),
+            ("100644".to_owned(), b"a-b".to_vec(), oid("03")),
+            ("100644".to_owned(), b"a0".to_vec(), oid("04")),
+        ];
+        let content = tree_content(&mut entries).unwrap();
+        let read = tree_entries(&content, 20).unwrap();
+        let names: Vec<&[u8]> = read.iter().map(|e| e.name).collect();
+        // `a` is a folder: it sorts as `a/`, after `a.b` and `a-b`, before `a0`.
+        assert_eq!(names, [&b"a-b"[..], b"a.b", b"a", b"a0"]);
+        assert_eq!(read[2].oid, oid("02"));
+        assert_eq!(read[2].mode, "40000");
+        let mut twice = vec![
+            ("100644".to_owned(), b"x".to_vec(), oid("01")),
+            ("100644".to_owned(), b"x".to_vec(), oid("02")),
+        ];
+        assert!(tree_content(&mut twice).is_none());
+        assert!(tree_content(&mut [("100644".to_owned(), b"a/b".to_vec(), oid("01"))]).is_none());
     }
 
     #[test]

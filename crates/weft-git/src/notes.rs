@@ -13,11 +13,11 @@
 //! - **Writing** ([`Repo::set_note`]) writes what `git notes --ref <ref> add -f` writes (the
 //!   note's blob, the notes trees, a notes commit whose parent is the ref's old commit, by
 //!   the same committer with git's message, logged as git logs it) through the handle's
-//!   long-lived git processes (see `batch`: `hash-object --stdin-paths`, `mktree
-//!   --batch`, and one `update-ref --stdin` transaction), and moves the ref with a
+//!   long-lived git processes (see `batch`: `hash-object --stdin-paths` for the blob,
+//!   the trees and the commit, and one `update-ref --stdin` transaction), and moves the ref with a
 //!   compare-and-swap from the commit it read. The note is written on every landing, and
-//!   that is a few pipe exchanges where one `git notes add` process costs about 1.9 ms
-//!   more (`cargo bench -p weft-git --bench notes` prints both). When a process fails, the ref moved
+//!   that is a few pipe exchanges, about 1 ms, where one `git notes add` process was
+//!   3.2–3.8 ms (`cargo bench -p weft-git --bench notes` prints both). When a process fails, the ref moved
 //!   meanwhile, or the text is one git would clean up (more than one line, surrounding
 //!   blanks), it runs `git notes add -f -F -` instead, which is not a compare-and-swap:
 //!   two writers at once could then lose one note (never corrupt the ref). The caller
@@ -253,43 +253,33 @@ impl Repo {
         };
         let hash_len = blob.as_str().len() / 2;
         let entries = crate::batch::tree_entries(&content, hash_len)?;
-        let mut lines: Vec<(String, Oid, Vec<u8>)> = entries
+        let mut lines: Vec<(String, Vec<u8>, Oid)> = entries
             .iter()
-            .map(|e| (e.mode.to_owned(), e.oid.clone(), e.name.to_vec()))
+            .map(|e| (e.mode.to_owned(), e.name.to_vec(), e.oid.clone()))
             .collect();
         let (fan, below) = rest.split_at(2);
         let here = lines
             .iter()
-            .position(|(mode, _, name)| mode != "40000" && name == rest.as_bytes());
+            .position(|(mode, name, _)| mode != "40000" && name == rest.as_bytes());
         let folder = lines
             .iter()
-            .position(|(mode, _, name)| mode == "40000" && name == fan.as_bytes());
+            .position(|(mode, name, _)| mode == "40000" && name == fan.as_bytes());
         match (here, folder) {
             (Some(index), _) => {
-                lines[index] = ("100644".into(), blob.clone(), rest.as_bytes().to_vec())
+                lines[index] = ("100644".into(), rest.as_bytes().to_vec(), blob.clone())
             }
             (None, Some(index)) if !below.is_empty() => {
-                let sub = self.place_note(Some(&lines[index].1.clone()), below, false, blob)?;
-                lines[index].1 = sub;
+                let sub = self.place_note(Some(&lines[index].2.clone()), below, false, blob)?;
+                lines[index].2 = sub;
             }
             (None, _) if top && !below.is_empty() => {
                 let sub = self.place_note(None, below, false, blob)?;
-                lines.push(("40000".into(), sub, fan.as_bytes().to_vec()));
+                lines.push(("40000".into(), fan.as_bytes().to_vec(), sub));
             }
-            (None, _) => lines.push(("100644".into(), blob.clone(), rest.as_bytes().to_vec())),
+            (None, _) => lines.push(("100644".into(), rest.as_bytes().to_vec(), blob.clone())),
         }
-        let typed: Vec<crate::batch::TreeLine<'_>> = lines
-            .iter()
-            .map(|(mode, oid, name)| {
-                let kind = match mode.as_str() {
-                    "40000" => "tree",
-                    "160000" => "commit",
-                    _ => "blob",
-                };
-                (mode.as_str(), kind, oid, name.as_slice())
-            })
-            .collect();
-        processes.write_tree(self, &typed)
+        let content = crate::batch::tree_content(&mut lines)?;
+        processes.write_object(self, Kind::Tree, &content)
     }
 }
 
