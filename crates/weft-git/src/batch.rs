@@ -319,6 +319,23 @@ impl Processes {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos())
         ));
+        let path = file
+            .to_str()
+            .filter(|p| !p.contains(['\n', '\r']))?
+            .to_owned();
+        // The content first: a file that cannot be written says nothing of the writer.
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&file)
+            .ok()?;
+        let written = out.write_all(content);
+        drop(out);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&file);
+            return None;
+        }
         let slot = match kind {
             Kind::Blob => &mut writers.blob,
             Kind::Tree => &mut writers.tree,
@@ -335,15 +352,6 @@ impl Processes {
         }
         let answer = (|| {
             let piped = slot.as_mut()?;
-            let path = file.to_str().filter(|p| !p.contains(['\n', '\r']))?;
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&file)
-                .ok()?;
-            out.write_all(content).ok()?;
-            drop(out);
             writeln!(piped.stdin, "{path}").ok()?;
             piped.stdin.flush().ok()?;
             Oid::parse(&piped.line()?)

@@ -477,7 +477,8 @@ impl Repo {
             return None;
         };
         let hash_len = new.oid.as_str().len() / 2;
-        // (folder path, old tree, new tree), depth first in tree order: diff-tree's order.
+        // (folder path, old tree, new tree) still to compare; the links are sorted by path
+        // at the end, which is diff-tree's order.
         let mut pending = vec![(Vec::new(), Some(old.oid.clone()), new.oid.clone())];
         let mut links = Vec::new();
         while let Some((folder, old, new)) = pending.pop() {
@@ -494,10 +495,14 @@ impl Repo {
                 None => Vec::new(),
             };
             let new_entries = crate::batch::tree_entries(&new_content, hash_len)?;
-            let old_entries = crate::batch::tree_entries(&old_content, hash_len)?;
-            let mut below = Vec::new();
+            // By name: a folder can hold many thousand entries.
+            let old_entries: std::collections::HashMap<&[u8], crate::batch::Entry<'_>> =
+                crate::batch::tree_entries(&old_content, hash_len)?
+                    .into_iter()
+                    .map(|e| (e.name, e))
+                    .collect();
             for entry in new_entries {
-                let before = old_entries.iter().find(|e| e.name == entry.name);
+                let before = old_entries.get(entry.name);
                 let mut path = folder.clone();
                 if !path.is_empty() {
                     path.push(b'/');
@@ -513,13 +518,11 @@ impl Repo {
                     }
                     "40000" => {
                         let old_tree = before.filter(|b| b.mode == "40000").map(|b| b.oid.clone());
-                        below.push((path, old_tree, entry.oid));
+                        pending.push((path, old_tree, entry.oid));
                     }
                     _ => {}
                 }
             }
-            // Popped in tree order.
-            pending.extend(below.into_iter().rev());
         }
         links.sort_by(|a, b| a.0.cmp(&b.0));
         let mut outside = Vec::new();

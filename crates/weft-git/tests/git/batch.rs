@@ -468,3 +468,79 @@ fn a_landing_merge_is_the_commit_git_commit_tree_writes_and_fixed_dates_leave_it
         assert_eq!(date.trim() == "1700000000", fixed, "{date}");
     }
 }
+
+/// Kill (SIGKILL) this test process's git children working in `repo` whose command line
+/// holds `needle` (only this test's: others run in threads of the same process); how many
+/// were killed.
+fn kill_children(repo: &Path, needle: &str) -> usize {
+    let repo = repo.to_string_lossy().into_owned();
+    let me = std::process::id().to_string();
+    let mut killed = 0;
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the fields after the last `)`.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if ppid == Some(me.as_str()) && cmdline.contains(&repo) && cmdline.contains(needle) {
+            let status = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status()
+                .unwrap();
+            killed += usize::from(status.success());
+        }
+    }
+    killed
+}
+
+#[test]
+fn a_long_lived_git_killed_between_questions_changes_no_answer_and_is_started_again() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let base = fx.main();
+    let next = fx.commit_here(&[("b.txt", Some("b\n"))], "next");
+    repo.update_ref_cas("refs/weft/r/tip", &base, None).unwrap();
+    repo.set_note(NOTES, &base, "{\"n\":1}").unwrap();
+    assert_eq!(
+        repo.ref_targets(&["refs/weft/r/tip"]).unwrap(),
+        [Some(base.clone())]
+    );
+    // As a Ctrl-C at the terminal would: every long-lived git of the handle dies.
+    let killed = kill_children(fx.path(), "--batch-command")
+        + kill_children(fx.path(), "update-ref")
+        + kill_children(fx.path(), "--stdin-paths");
+    assert!(
+        killed >= 3,
+        "expected the reader and writers to be running, killed {killed}"
+    );
+    repo.update_ref_cas("refs/weft/r/tip", &next, Some(&base))
+        .unwrap();
+    assert_eq!(
+        repo.ref_targets(&["refs/weft/r/tip"]).unwrap(),
+        [Some(next.clone())]
+    );
+    repo.set_note(NOTES, &next, "{\"n\":2}").unwrap();
+    assert_eq!(
+        fx.run(&["notes", "--ref", NOTES, "show", next.as_str()])
+            .trim(),
+        "{\"n\":2}"
+    );
+    assert_eq!(
+        fx.run(&["notes", "--ref", NOTES, "show", base.as_str()])
+            .trim(),
+        "{\"n\":1}"
+    );
+    // And the processes are back for the next questions.
+    assert!(
+        kill_children(fx.path(), "--batch-command") >= 1,
+        "the reader was started again"
+    );
+}

@@ -26,20 +26,8 @@ fn a_missing_git_program_is_a_spawn_error() {
 
 #[test]
 fn a_git_program_briefly_open_for_writing_elsewhere_is_started_once_it_is_free() {
-    use std::os::unix::fs::PermissionsExt;
     let fx = Fixture::new();
-    let real = std::process::Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real = String::from_utf8(real.stdout).unwrap();
-    let wrapper = fx.env.root().join("git-being-written");
-    fs::write(
-        &wrapper,
-        format!("#!/bin/sh\nexec '{}' \"$@\"\n", real.trim()),
-    )
-    .unwrap();
-    fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapper = crate::support::wrapped_git(&fx, "git-being-written", ":");
     // Another process holds the program open for writing for 50 ms, as a child forked
     // mid-write by another thread does until it execs: the kernel refuses to run it
     // (ETXTBSY) for that long.

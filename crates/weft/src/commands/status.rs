@@ -90,10 +90,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
             .map(|(task, _)| format!("#{}", task.order))
             .collect();
         if !orphaned.is_empty() {
-            let tasks = orphaned;
             text.push_str(&format!(
                 "\ninterrupted ({NO_ENGINE}): {}; `weft run` continues them\n",
-                tasks.join(", ")
+                orphaned.join(", ")
             ));
         }
         if !kept.is_empty() {
