@@ -287,8 +287,24 @@ fn limits_at(row: &Row<'_>, first: usize, id: &str) -> Checked<weft_core::TaskLi
     })
 }
 
+/// `result` with its error naming task `id`, unless it already does.
+fn naming_task<T>(id: &str, result: Checked<T>) -> Checked<T> {
+    result.map_err(|detail| {
+        if detail.starts_with("task ") {
+            detail
+        } else {
+            format!("task {id:?}: {detail}")
+        }
+    })
+}
+
 fn task_from_row(row: &Row<'_>, detail: Detail) -> Checked<Task> {
     let id = required(row, 0, "id")?;
+    naming_task(id, task_columns(row, id, detail))
+}
+
+/// The columns after the id of [`task_from_row`].
+fn task_columns(row: &Row<'_>, id: &str, detail: Detail) -> Checked<Task> {
     let mut task = Task::new(id, required(row, 2, "title")?);
     task.order = row.get(1).map_err(|e| e.to_string())?;
     task.runner = optional(row, 5, "runner")?;
@@ -602,6 +618,11 @@ fn outline_rows(
 /// reads them.
 fn outline_row<'r>(row: &'r Row<'_>) -> Checked<crate::outline::RowTexts<'r>> {
     let id = required(row, 0, "id")?;
+    naming_task(id, outline_columns(row, id))
+}
+
+/// The columns after the id of [`outline_row`].
+fn outline_columns<'r>(row: &'r Row<'_>, id: &'r str) -> Checked<crate::outline::RowTexts<'r>> {
     let flag = |index: usize| -> Checked<bool> { row.get(index).map_err(|e| e.to_string()) };
     let mut texts = crate::outline::RowTexts {
         id,

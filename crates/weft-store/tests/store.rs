@@ -878,6 +878,14 @@ fn a_damaged_row_is_refused_by_a_split_read_as_by_a_whole_one_the_first_by_posit
     damage("t2", "bogus-early");
     assert_eq!(refusal(1), refusal(i64::MAX));
     assert!(refusal(1).contains("bogus-early"), "{}", refusal(1));
+    // The refusal names the task, as the full load's does.
+    assert!(refusal(1).starts_with("task \"t2\": "), "{}", refusal(1));
+    match store.plan(&created.id) {
+        Err(StoreError::Damaged { detail, .. }) => {
+            assert!(detail.starts_with("task \"t2\": "), "{detail}")
+        }
+        other => panic!("expected damage, got {other:?}"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
