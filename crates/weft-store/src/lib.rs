@@ -18,6 +18,7 @@ mod limits;
 mod migrations;
 mod outline;
 mod output;
+mod packed;
 mod planning;
 mod rows;
 mod runs;

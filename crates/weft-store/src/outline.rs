@@ -145,26 +145,15 @@ impl Outline {
         }
     }
 
-    fn span(&mut self, text: Option<&str>) -> Span {
-        let Some(text) = text else {
-            return Span::NONE;
-        };
-        let start = self.text.len();
-        self.text.push_str(text);
-        // An outline over 4 GiB of text: no plan of weft's comes near it.
-        Span {
-            start: u32::try_from(start).expect("an outline under 4 GiB"),
-            len: u32::try_from(text.len()).expect("a column under 4 GiB"),
-        }
-    }
-
-    fn list_of(
+    fn list_of<'t>(
         &mut self,
-        text: &str,
+        text: &'t str,
+        within: impl Fn(&'t str) -> Span,
         parsed: impl FnOnce() -> Result<Vec<String>, String>,
     ) -> Result<List, String> {
         match crate::rows::plain_list_items(text) {
-            Some(joined) => Ok(List::Joined(self.span(joined))),
+            Some(Some(joined)) => Ok(List::Joined(within(joined))),
+            Some(None) => Ok(List::Joined(Span::NONE)),
             None => {
                 self.lists.push(parsed()?);
                 Ok(List::Parsed(index(self.lists.len())))
@@ -249,8 +238,11 @@ impl<'a> Iterator for OutlineTasks<'a> {
 
 impl ExactSizeIterator for OutlineTasks<'_> {}
 
-/// One row's columns as the loader read them, borrowed from SQLite.
+/// One row's columns as the loader read them, borrowed from SQLite: each a slice of
+/// `text`, the row's `outline` column (see `packed.rs`).
+#[derive(Debug)]
 pub(crate) struct RowTexts<'r> {
+    pub text: &'r str,
     pub id: &'r str,
     pub order: u32,
     pub title: &'r str,
@@ -269,17 +261,35 @@ pub(crate) struct RowTexts<'r> {
 
 impl Outline {
     /// Add one row; `Err` describes damage (a list that does not parse).
+    ///
+    /// The row's whole text is copied once and every span points into the copy: the
+    /// columns are slices of `row.text` (see [`RowTexts`]).
     pub(crate) fn push(&mut self, row: RowTexts<'_>) -> Result<(), String> {
-        let id = self.span(Some(row.id));
-        let title = self.span(Some(row.title));
-        let runner = self.span(row.runner);
-        let model = self.span(row.model);
-        let effort = self.span(row.effort);
-        let mode = self.span(row.mode);
-        let checks = self.list_of(row.checks, || {
+        let base = self.text.len();
+        self.text.push_str(row.text);
+        let within = |part: &str| -> Span {
+            // Where `part` lies in `row.text`, by address: the parser took it from there.
+            let offset = (part.as_ptr() as usize).wrapping_sub(row.text.as_ptr() as usize);
+            debug_assert!(
+                offset + part.len() <= row.text.len(),
+                "a column of the row's text"
+            );
+            Span {
+                start: u32::try_from(base + offset).expect("an outline under 4 GiB"),
+                len: u32::try_from(part.len()).expect("a column under 4 GiB"),
+            }
+        };
+        let optional = |part: Option<&str>| part.map_or(Span::NONE, within);
+        let id = within(row.id);
+        let title = within(row.title);
+        let runner = optional(row.runner);
+        let model = optional(row.model);
+        let effort = optional(row.effort);
+        let mode = optional(row.mode);
+        let checks = self.list_of(row.checks, within, || {
             crate::rows::parse_strings(row.checks, "checks list", row.id)
         })?;
-        let dependencies = self.list_of(row.dependencies, || {
+        let dependencies = self.list_of(row.dependencies, within, || {
             crate::rows::parse_strings(row.dependencies, "dependencies", row.id)
         })?;
         let verdict = match row.verdict {

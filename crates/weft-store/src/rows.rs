@@ -133,7 +133,11 @@ pub(crate) fn dependencies_resolve(plan: &Plan) -> bool {
             .all(|t| t.dependencies.iter().all(|d| ids.contains(d.as_str())))
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(text: &str, what: &str, task: &str) -> Checked<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: &str,
+    task: &str,
+) -> Checked<T> {
     serde_json::from_str(text).map_err(|e| format!("task {task:?} has an unreadable {what}: {e}"))
 }
 
@@ -193,14 +197,24 @@ pub(crate) fn plain_list_items(text: &str) -> Option<Option<&str>> {
         return None;
     }
     let items = inner.strip_prefix('"')?.strip_suffix('"')?;
-    let mut rest = items.as_bytes();
-    while let Some(end) = memchr::memchr(b'"', rest) {
-        rest = rest[end..].strip_prefix(b"\",\"")?;
+    // A plain loop, not `memchr`: these lists are a few dozen bytes, and a call per `"`
+    // cost more than looking at each byte.
+    let bytes = items.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'"' {
+            if bytes.get(at..at + 3) != Some(b"\",\"") {
+                return None;
+            }
+            at += 3;
+        } else {
+            at += 1;
+        }
     }
     Some(Some(items))
 }
 
-fn parse_status<T>(text: &str, parse: fn(&str) -> Option<T>, what: &str) -> Checked<T> {
+pub(crate) fn parse_status<T>(text: &str, parse: fn(&str) -> Option<T>, what: &str) -> Checked<T> {
     parse(text).ok_or_else(|| format!("unknown {what} {text:?}"))
 }
 
@@ -288,7 +302,7 @@ fn limits_at(row: &Row<'_>, first: usize, id: &str) -> Checked<weft_core::TaskLi
 }
 
 /// `result` with its error naming task `id`, unless it already does.
-fn naming_task<T>(id: &str, result: Checked<T>) -> Checked<T> {
+pub(crate) fn naming_task<T>(id: &str, result: Checked<T>) -> Checked<T> {
     result.map_err(|detail| {
         if detail.starts_with("task ") {
             detail
@@ -405,10 +419,11 @@ fn plan_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<Checked<Pla
     ))
 }
 
-/// The plan's outline ([`crate::Outline`]), or `None` when no plan has that id: the rows
-/// [`load_plan`] reads for [`Detail::Outline`], decoded by the same rules, checked whole
-/// before the caller sees any of it, and copied into the outline's one block of text
-/// instead of a `Task` each.
+/// The plan's outline ([`crate::Outline`]), or `None` when no plan has that id: what
+/// [`load_plan`] reads for [`Detail::Outline`], here from each row's `outline` column in
+/// the `tasks_outline` index (migration 9, read by `packed.rs`) and decoded by the same
+/// rules, checked whole before the caller sees any of it, and copied into the outline's
+/// one block of text instead of a `Task` each.
 ///
 /// With a `helper` (the store's file) and a plan of `split_from` tasks or more, a second
 /// connection in another thread reads from the last task down while `conn` reads up
@@ -568,17 +583,13 @@ enum Direction {
     Down,
 }
 
-/// What `Detail::Outline` selects, in another order: two flags say whether a row has any
-/// of the four settings or any of the four limits, so a row with none (nearly every row)
-/// is not asked for those eight NULLs one by one.
+/// The outline of each task after position `?2`, in plan order, from the index that holds
+/// it (migration 9; see `packed.rs`): one column from one index scan, no table lookups.
 macro_rules! outline_select {
     ($order:literal) => {
         concat!(
-            "SELECT id, position, title, kind, checks, status, hold, verdict, dependencies,
-                    coalesce(runner, model, effort, mode) IS NOT NULL, runner, model, effort, mode,
-                    coalesce(timeout_ms, idle_timeout_ms, budget_usd, budget_tokens) IS NOT NULL,
-                    timeout_ms, idle_timeout_ms, budget_usd, budget_tokens
-             FROM tasks WHERE plan_id = ?1 AND position > ?2 ORDER BY position ",
+            "SELECT outline FROM tasks INDEXED BY tasks_outline
+             WHERE plan_id = ?1 AND position > ?2 ORDER BY position ",
             $order
         )
     };
@@ -614,48 +625,15 @@ fn outline_rows(
     Ok(Ok(()))
 }
 
-/// The columns of one outline row (see [`load_outline`]'s query), as [`task_from_row`]
-/// reads them.
+/// One row of [`load_outline`]'s query, read as [`task_from_row`] reads its columns.
 fn outline_row<'r>(row: &'r Row<'_>) -> Checked<crate::outline::RowTexts<'r>> {
-    let id = required(row, 0, "id")?;
-    naming_task(id, outline_columns(row, id))
-}
-
-/// The columns after the id of [`outline_row`].
-fn outline_columns<'r>(row: &'r Row<'_>, id: &'r str) -> Checked<crate::outline::RowTexts<'r>> {
-    let flag = |index: usize| -> Checked<bool> { row.get(index).map_err(|e| e.to_string()) };
-    let mut texts = crate::outline::RowTexts {
-        id,
-        order: row.get(1).map_err(|e| e.to_string())?,
-        title: required(row, 2, "title")?,
-        kind: parse_status(required(row, 3, "kind")?, TaskKind::parse, "task kind")?,
-        checks: required(row, 4, "checks")?,
-        status: parse_status(
-            required(row, 5, "status")?,
-            TaskStatus::parse,
-            "task status",
-        )?,
-        hold: row.get(6).map_err(|e| e.to_string())?,
-        verdict: text_at(row, 7, "verdict")?
-            .map(|v| parse_json(v, "verdict", id))
-            .transpose()?,
-        dependencies: required(row, 8, "dependencies")?,
-        runner: None,
-        model: None,
-        effort: None,
-        mode: None,
-        limits: weft_core::TaskLimits::default(),
-    };
-    if flag(9)? {
-        texts.runner = text_at(row, 10, "runner")?;
-        texts.model = text_at(row, 11, "model")?;
-        texts.effort = text_at(row, 12, "effort")?;
-        texts.mode = text_at(row, 13, "mode")?;
+    match row.get_ref(0).map_err(|e| e.to_string())? {
+        ValueRef::Text(bytes) => crate::packed::outline_row(bytes),
+        other => Err(format!(
+            "the outline column holds {} instead of text",
+            other.data_type()
+        )),
     }
-    if flag(14)? {
-        texts.limits = limits_at(row, 15, id)?;
-    }
-    Ok(texts)
 }
 
 pub(crate) fn plan_summaries(

@@ -1505,6 +1505,14 @@ fn older_databases_migrate_and_keep_their_data() {
             ],
             "from {old_version}"
         );
+        // The outline (from 9 on, read from its own index) is computed for the rows the
+        // migration found.
+        let outline = store.outline(&plan.id).unwrap();
+        let views: Vec<weft_core::TaskView<'_>> = outline.tasks().collect();
+        let loaded = store.plan_outline(&plan.id).unwrap();
+        let expected: Vec<weft_core::TaskView<'_>> = loaded.tasks.iter().map(Task::view).collect();
+        assert_eq!(views, expected, "from {old_version}");
+        assert_eq!(views[2].title, "C", "from {old_version}");
         assert!(store.attempts_of_plan(&plan.id).unwrap().is_empty());
     }
 }

@@ -1,0 +1,367 @@
+//! A task's outline as the `outline` column holds it (migration 9): every column `weft
+//! status` shows, in one text, read from the `tasks_outline` index in one scan.
+//!
+//! Contract: [`outline_row`] gives for a row exactly what reading its columns one by one
+//! gives ([`crate::outline::RowTexts`], the same values [`crate::rows`] reads into a
+//! `Task`), and refuses exactly the rows that would be refused, naming the task and the
+//! column. The text is each column in [`COLUMNS`]' order as `<length in bytes>:<text>`,
+//! or `-` for NULL, so no character a column can hold (`:`, `-`, digits, newlines) is
+//! ever read as a separator. Pure: no SQLite here, only the text it computed.
+
+use weft_core::{TaskKind, TaskLimits, TaskStatus};
+
+use crate::outline::RowTexts;
+use crate::rows::{Checked, naming_task, parse_json, parse_status};
+
+/// The columns in the text, in order (migration 9's expression).
+pub(crate) const COLUMNS: [&str; 17] = [
+    "id",
+    "position",
+    "title",
+    "kind",
+    "checks",
+    "status",
+    "hold",
+    "verdict",
+    "dependencies",
+    "runner",
+    "model",
+    "effort",
+    "mode",
+    "timeout_ms",
+    "idle_timeout_ms",
+    "budget_usd",
+    "budget_tokens",
+];
+
+/// The row whose `outline` column is `bytes`, or what is wrong with it.
+pub(crate) fn outline_row(bytes: &[u8]) -> Checked<RowTexts<'_>> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(not_utf8(bytes));
+    };
+    let mut fields = Fields {
+        whole: text,
+        rest: text,
+        at: 0,
+    };
+    let id = fields.required()?;
+    let row = naming_task(id, fields.after_id(id));
+    if row.is_ok() && !fields.rest.is_empty() {
+        return Err(format!(
+            "task {id:?}: the outline column has more than its columns"
+        ));
+    }
+    row
+}
+
+/// The columns of a text, one after the other.
+struct Fields<'r> {
+    whole: &'r str,
+    rest: &'r str,
+    /// The index in [`COLUMNS`] of the next one.
+    at: usize,
+}
+
+impl<'r> Fields<'r> {
+    fn name(&self) -> &'static str {
+        COLUMNS.get(self.at).copied().unwrap_or("outline")
+    }
+
+    /// The next column's text, `None` for NULL.
+    ///
+    /// Cost: this runs 17 times per task of every `weft status`, so it reads the length
+    /// byte by byte, with no search and no general number parse.
+    #[inline]
+    fn next(&mut self) -> Checked<Option<&'r str>> {
+        let bytes = self.rest.as_bytes();
+        self.at += 1;
+        if bytes.first() == Some(&b'-') {
+            self.rest = &self.rest[1..];
+            return Ok(None);
+        }
+        let mut len = 0usize;
+        let mut digits = 0;
+        // At most 9 digits: no column comes near a gigabyte, and no sum can overflow.
+        while let Some(digit) = bytes.get(digits).map(|b| b.wrapping_sub(b'0'))
+            && digit < 10
+            && digits < 9
+        {
+            len = len * 10 + usize::from(digit);
+            digits += 1;
+        }
+        if digits == 0 || bytes.get(digits) != Some(&b':') {
+            return Err(self.damaged());
+        }
+        let start = digits + 1;
+        let Some(value) = self.rest.get(start..start + len) else {
+            return Err(self.damaged());
+        };
+        self.rest = &self.rest[start + len..];
+        Ok(Some(value))
+    }
+
+    #[cold]
+    fn damaged(&self) -> String {
+        let column = COLUMNS.get(self.at - 1).copied().unwrap_or("outline");
+        format!("the outline column is damaged at {column}")
+    }
+
+    fn required(&mut self) -> Checked<&'r str> {
+        let column = self.name();
+        self.next()?
+            .ok_or_else(|| format!("the {column} column is NULL"))
+    }
+
+    /// An INTEGER column (`None` for NULL), as SQLite writes it.
+    fn integer(&mut self) -> Checked<Option<i64>> {
+        let column = self.name();
+        let Some(text) = self.next()? else {
+            return Ok(None);
+        };
+        // The common case, a small number, without a general parse.
+        if text.len() == 1 && text.as_bytes()[0].is_ascii_digit() {
+            return Ok(Some(i64::from(text.as_bytes()[0] - b'0')));
+        }
+        text.parse::<i64>()
+            .map(Some)
+            .map_err(|_| format!("the {column} column holds {text:?}, not an integer"))
+    }
+
+    fn after_id(&mut self, id: &'r str) -> Checked<RowTexts<'r>> {
+        let order = self.integer()?.ok_or("the position column is NULL")?;
+        let order = u32::try_from(order)
+            .map_err(|_| format!("the position column holds {order}, out of range"))?;
+        let title = self.required()?;
+        let kind = parse_status(self.required()?, TaskKind::parse, "task kind")?;
+        let checks = self.required()?;
+        let status = parse_status(self.required()?, TaskStatus::parse, "task status")?;
+        let hold = match self.integer()?.ok_or("the hold column is NULL")? {
+            0 => false,
+            1 => true,
+            other => return Err(format!("the hold column holds {other}, not 0 or 1")),
+        };
+        let verdict = self
+            .next()?
+            .map(|v| parse_json(v, "verdict", id))
+            .transpose()?;
+        let dependencies = self.required()?;
+        let runner = self.next()?;
+        let model = self.next()?;
+        let effort = self.next()?;
+        let mode = self.next()?;
+        let limits = self.limits(id)?;
+        Ok(RowTexts {
+            text: self.whole,
+            id,
+            order,
+            title,
+            runner,
+            model,
+            effort,
+            mode,
+            kind,
+            checks,
+            status,
+            hold,
+            verdict,
+            dependencies,
+            limits,
+        })
+    }
+
+    /// The four limits, as `rows::limits_at` reads them from their columns.
+    fn limits(&mut self, id: &str) -> Checked<TaskLimits> {
+        // No limit set, what nearly every task has.
+        if let Some(rest) = self.rest.strip_prefix("----") {
+            self.rest = rest;
+            self.at += 4;
+            return Ok(TaskLimits::default());
+        }
+        let mut duration = || -> Checked<Option<std::time::Duration>> {
+            self.integer()
+                .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))?
+                .map(|ms| {
+                    u64::try_from(ms)
+                        .map(std::time::Duration::from_millis)
+                        .map_err(|_| format!("task {id:?}: a negative time limit ({ms} ms)"))
+                })
+                .transpose()
+        };
+        let timeout = duration()?;
+        let idle_timeout = duration()?;
+        let usd = self
+            .next()?
+            .map(|text| {
+                text.parse::<f64>()
+                    .map_err(|_| format!("task {id:?}: budget_usd is not a number: {text:?}"))
+            })
+            .transpose()?;
+        let tokens = self
+            .integer()
+            .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))?;
+        Ok(TaskLimits {
+            timeout,
+            idle_timeout,
+            budget_usd: usd.filter(|u| u.is_finite() && *u > 0.0),
+            budget_tokens: tokens.and_then(|t| u64::try_from(t).ok()),
+        })
+    }
+}
+
+/// Which column of a text that is not UTF-8 holds the bytes that are not (found again
+/// column by column: only a damaged row comes here).
+fn not_utf8(bytes: &[u8]) -> String {
+    // The lengths count the original bytes: walk them on the bytes.
+    let mut rest = bytes;
+    let mut id = None;
+    for (at, column) in COLUMNS.iter().enumerate() {
+        if let Some(after) = rest.strip_prefix(b"-") {
+            rest = after;
+            continue;
+        }
+        let Some(colon) = rest.iter().position(|&b| b == b':') else {
+            break;
+        };
+        let Some(len) = std::str::from_utf8(&rest[..colon])
+            .ok()
+            .and_then(|d| d.parse::<usize>().ok())
+        else {
+            break;
+        };
+        let Some(value) = rest.get(colon + 1..colon + 1 + len) else {
+            break;
+        };
+        match std::str::from_utf8(value) {
+            Ok(text) if at == 0 => id = Some(text.to_owned()),
+            Ok(_) => {}
+            Err(e) => {
+                let problem = format!("the {column} column holds text that is not UTF-8: {e}");
+                return match id {
+                    Some(id) => format!("task {id:?}: {problem}"),
+                    None => problem,
+                };
+            }
+        }
+        rest = &rest[colon + 1 + len..];
+    }
+    match std::str::from_utf8(bytes) {
+        Err(e) => format!("the outline column holds text that is not UTF-8: {e}"),
+        Ok(_) => "the outline column is damaged".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(text: Option<&str>) -> String {
+        text.map_or("-".into(), |t| format!("{}:{t}", t.len()))
+    }
+
+    fn packed(columns: [Option<&str>; 17]) -> String {
+        columns.iter().map(|c| field(*c)).collect()
+    }
+
+    fn plain() -> [Option<&'static str>; 17] {
+        [
+            Some("t-1"),
+            Some("3"),
+            Some("a title: 12:3 - with -"),
+            Some("ai"),
+            Some("[]"),
+            Some("pending"),
+            Some("0"),
+            None,
+            Some(r#"["t-0"]"#),
+            None,
+            Some("gpt-5"),
+            None,
+            None,
+            Some("60000"),
+            None,
+            Some("0.10000000000000001"),
+            Some("200"),
+        ]
+    }
+
+    #[test]
+    fn every_column_reads_back_whatever_characters_it_holds() {
+        let text = packed(plain());
+        let row = outline_row(text.as_bytes()).unwrap();
+        assert_eq!(row.id, "t-1");
+        assert_eq!(row.order, 3);
+        assert_eq!(row.title, "a title: 12:3 - with -");
+        assert_eq!(row.kind, TaskKind::Ai);
+        assert_eq!(row.status, TaskStatus::Pending);
+        assert!(!row.hold);
+        assert!(row.verdict.is_none());
+        assert_eq!(row.dependencies, r#"["t-0"]"#);
+        assert_eq!(row.runner, None);
+        assert_eq!(row.model, Some("gpt-5"));
+        assert_eq!(row.limits.timeout, Some(std::time::Duration::from_secs(60)));
+        assert_eq!(row.limits.budget_usd, Some(0.1));
+        assert_eq!(row.limits.budget_tokens, Some(200));
+        // An empty text is not NULL.
+        let mut columns = plain();
+        columns[9] = Some("");
+        assert_eq!(
+            outline_row(packed(columns).as_bytes()).unwrap().runner,
+            Some("")
+        );
+    }
+
+    #[test]
+    fn a_damaged_text_is_refused_naming_the_task_and_the_column() {
+        let refusal =
+            |columns: [Option<&str>; 17]| outline_row(packed(columns).as_bytes()).unwrap_err();
+        let mut columns = plain();
+        columns[5] = Some("bogus");
+        assert_eq!(
+            refusal(columns),
+            r#"task "t-1": unknown task status "bogus""#
+        );
+        let mut columns = plain();
+        columns[2] = None;
+        assert_eq!(refusal(columns), r#"task "t-1": the title column is NULL"#);
+        let mut columns = plain();
+        columns[6] = Some("2");
+        assert_eq!(
+            refusal(columns),
+            r#"task "t-1": the hold column holds 2, not 0 or 1"#
+        );
+        let mut columns = plain();
+        columns[13] = Some("-5");
+        assert_eq!(
+            refusal(columns),
+            r#"task "t-1": a negative time limit (-5 ms)"#
+        );
+        let mut columns = plain();
+        columns[0] = None;
+        assert_eq!(refusal(columns), "the id column is NULL");
+        // Lengths that do not fit, and text after the last column.
+        let text = packed(plain());
+        for broken in [&text[..text.len() - 1], "3:t-1", "x:ab", "99:t-1", ""] {
+            assert!(outline_row(broken.as_bytes()).is_err(), "{broken:?}");
+        }
+        let longer = format!("{text}-");
+        assert!(
+            outline_row(longer.as_bytes())
+                .unwrap_err()
+                .contains("more than its columns")
+        );
+        // A length that ends inside a character.
+        assert!(outline_row("2:é".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_refused_naming_its_column() {
+        let mut bytes = packed(plain()).into_bytes();
+        let title = bytes.windows(7).position(|w| w == b"a title").unwrap();
+        bytes[title] = 0xff;
+        assert_eq!(
+            outline_row(&bytes).unwrap_err(),
+            "task \"t-1\": the title column holds text that is not UTF-8: \
+             invalid utf-8 sequence of 1 bytes from index 0"
+        );
+    }
+}
