@@ -239,7 +239,8 @@ const MIGRATIONS: &[&str] = &[
     // that a writer could forget.
     //
     // The text, read by `packed.rs`: each column in this order, as its text's length in
-    // bytes, `:` and the text, or `-` for NULL. Numbers are their decimal text; the
+    // bytes, `:` and the text, or `-` for NULL; the texts an outline keeps come first, so
+    // it copies one run of bytes (not the verdict, which it parses, nor the numbers). Numbers are their decimal text; the
     // budget is written with 17 significant digits (`%!.17g`: without `!` SQLite stops
     // at 16), which every f64 reads back from exactly. Only functions an older SQLite has
     // too (`length(CAST(x AS BLOB))`, not 3.43's `octet_length`; `CASE`, not `iif`), so
@@ -247,18 +248,18 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE tasks ADD COLUMN outline TEXT GENERATED ALWAYS AS (
            coalesce(length(CAST(id AS BLOB)) || ':' || id, '-')
-        || coalesce(length(CAST(position AS BLOB)) || ':' || position, '-')
         || coalesce(length(CAST(title AS BLOB)) || ':' || title, '-')
-        || coalesce(length(CAST(kind AS BLOB)) || ':' || kind, '-')
-        || coalesce(length(CAST(checks AS BLOB)) || ':' || checks, '-')
-        || coalesce(length(CAST(status AS BLOB)) || ':' || status, '-')
-        || coalesce(length(CAST(hold AS BLOB)) || ':' || hold, '-')
-        || coalesce(length(CAST(verdict AS BLOB)) || ':' || verdict, '-')
-        || coalesce(length(CAST(dependencies AS BLOB)) || ':' || dependencies, '-')
         || coalesce(length(CAST(runner AS BLOB)) || ':' || runner, '-')
         || coalesce(length(CAST(model AS BLOB)) || ':' || model, '-')
         || coalesce(length(CAST(effort AS BLOB)) || ':' || effort, '-')
         || coalesce(length(CAST(mode AS BLOB)) || ':' || mode, '-')
+        || coalesce(length(CAST(checks AS BLOB)) || ':' || checks, '-')
+        || coalesce(length(CAST(dependencies AS BLOB)) || ':' || dependencies, '-')
+        || coalesce(length(CAST(position AS BLOB)) || ':' || position, '-')
+        || coalesce(length(CAST(kind AS BLOB)) || ':' || kind, '-')
+        || coalesce(length(CAST(status AS BLOB)) || ':' || status, '-')
+        || coalesce(length(CAST(hold AS BLOB)) || ':' || hold, '-')
+        || coalesce(length(CAST(verdict AS BLOB)) || ':' || verdict, '-')
         || coalesce(length(CAST(timeout_ms AS BLOB)) || ':' || timeout_ms, '-')
         || coalesce(length(CAST(idle_timeout_ms AS BLOB)) || ':' || idle_timeout_ms, '-')
         || CASE WHEN budget_usd IS NULL THEN '-' ELSE

@@ -57,10 +57,21 @@ struct Entry {
 
 /// A plan's outline: its own fields (`plan`, whose `tasks` is empty) and its tasks as
 /// [`TaskView`]s ([`Outline::tasks`]).
+///
+/// Read by two readers at once (see `rows::load_outline`), the tasks are in two parts
+/// kept as they were read, never copied into one: `up`, read from the first task on, and
+/// `down`, read by the second reader from the last task back (so in reverse order).
 #[derive(Debug, Clone)]
 pub struct Outline {
     /// The plan's own fields; `tasks` is empty (see [`Outline::tasks`]).
     pub plan: Plan,
+    up: Part,
+    down: Part,
+}
+
+/// Tasks as one reader read them: their texts in one `String`, a fixed record each.
+#[derive(Debug, Clone, Default)]
+struct Part {
     text: String,
     entries: Vec<Entry>,
     verdicts: Vec<Verdict>,
@@ -68,45 +79,82 @@ pub struct Outline {
     limits: Vec<TaskLimits>,
 }
 
+/// What [`Outline::with_capacity`] sets aside for each task's text: more than a task of a
+/// typical plan needs (~125 bytes), so a large plan's text is not moved as it grows. Only
+/// what is written is ever touched (the rest costs address space, not memory).
+const TEXT_PER_TASK: usize = 192;
+
 impl Outline {
     pub(crate) fn new(plan: Plan) -> Outline {
         Outline {
             plan,
-            text: String::new(),
-            entries: Vec::new(),
-            verdicts: Vec::new(),
-            lists: Vec::new(),
-            limits: Vec::new(),
+            up: Part::default(),
+            down: Part::default(),
         }
     }
 
+    /// An outline that will hold about `tasks` tasks (a guess: it only saves moving them).
+    pub(crate) fn with_capacity(plan: Plan, tasks: usize) -> Outline {
+        let mut outline = Outline::new(plan);
+        outline.up.entries.reserve(tasks);
+        outline.up.text.reserve(tasks.saturating_mul(TEXT_PER_TASK));
+        outline
+    }
+
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.up.entries.len() + self.down.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// Whether any task has limits of its own (most plans have none: a caller looking
     /// for them can skip the tasks).
     pub fn any_limits(&self) -> bool {
-        !self.limits.is_empty()
+        !self.up.limits.is_empty() || !self.down.limits.is_empty()
     }
 
     /// Every task, in order.
     pub fn tasks(&self) -> OutlineTasks<'_> {
         OutlineTasks {
             outline: self,
-            entries: self.entries.iter(),
+            up: self.up.entries.iter(),
+            down: self.down.entries.iter().rev(),
         }
     }
 
     /// Whether any task's status is `status` (no [`TaskView`] made for it).
     pub fn any_status(&self, status: TaskStatus) -> bool {
-        self.entries.iter().any(|entry| entry.status == status)
+        let has = |entry: &Entry| entry.status == status;
+        self.up.entries.iter().any(has) || self.down.entries.iter().any(has)
     }
 
+    /// Add one row read up (from the first task on); `Err` describes damage (a list that
+    /// does not parse).
+    pub(crate) fn push(&mut self, row: RowTexts<'_>) -> Result<(), String> {
+        self.up.push(row)
+    }
+
+    /// `part`'s tasks after order `after`, in order, after this outline's: `part` is an
+    /// outline of the same plan read from its last task down (its own `plan` is dropped).
+    /// Nothing is copied: the part is kept as it was read, without the tasks this outline
+    /// has too.
+    pub(crate) fn append_down_after(&mut self, part: Outline, after: i64) {
+        debug_assert!(self.down.entries.is_empty() && part.down.entries.is_empty());
+        self.down = part.up;
+        // Read last first: the tasks both read are at the end.
+        let keep = self
+            .down
+            .entries
+            .iter()
+            .take_while(|entry| i64::from(entry.order) > after)
+            .count();
+        self.down.entries.truncate(keep);
+    }
+}
+
+impl Part {
     fn view(&self, entry: &Entry) -> TaskView<'_> {
         TaskView {
             order: entry.order,
@@ -160,111 +208,12 @@ impl Outline {
             }
         }
     }
-}
 
-impl Span {
-    fn shifted(self, by: u32) -> Span {
-        if self.start == u32::MAX {
-            return self;
-        }
-        Span {
-            start: self.start + by,
-            len: self.len,
-        }
-    }
-}
-
-impl Outline {
-    /// `part`'s tasks after order `after`, in order, after this outline's, as if they had
-    /// been pushed here: `part` is an outline of the same plan read from its last task
-    /// down (its own `plan` is dropped).
-    pub(crate) fn append_down_after(&mut self, part: Outline, after: i64) {
-        let text = u32::try_from(self.text.len()).expect("an outline under 4 GiB");
-        let verdicts = u32::try_from(self.verdicts.len()).expect("fewer than 4 billion tasks");
-        let lists = u32::try_from(self.lists.len()).expect("fewer than 4 billion tasks");
-        let limits = u32::try_from(self.limits.len()).expect("fewer than 4 billion tasks");
-        self.text.push_str(&part.text);
-        let list = |list: List| match list {
-            List::Joined(span) => List::Joined(span.shifted(text)),
-            List::Parsed(index) => List::Parsed(index + lists),
-        };
-        let item = |index: u32, by: u32| if index == u32::MAX { index } else { index + by };
-        let kept = part
-            .entries
-            .into_iter()
-            .filter(|entry| i64::from(entry.order) > after)
-            .rev();
-        self.entries.extend(kept.map(|entry| Entry {
-            id: entry.id.shifted(text),
-            title: entry.title.shifted(text),
-            runner: entry.runner.shifted(text),
-            model: entry.model.shifted(text),
-            effort: entry.effort.shifted(text),
-            mode: entry.mode.shifted(text),
-            checks: list(entry.checks),
-            dependencies: list(entry.dependencies),
-            verdict: item(entry.verdict, verdicts),
-            limits: item(entry.limits, limits),
-            ..entry
-        }));
-        self.verdicts.extend(part.verdicts);
-        self.lists.extend(part.lists);
-        self.limits.extend(part.limits);
-    }
-}
-
-fn index(len: usize) -> u32 {
-    u32::try_from(len - 1).expect("fewer than 4 billion tasks")
-}
-
-/// The tasks of an [`Outline`], in order ([`Outline::tasks`]).
-#[derive(Debug, Clone)]
-pub struct OutlineTasks<'a> {
-    outline: &'a Outline,
-    entries: std::slice::Iter<'a, Entry>,
-}
-
-impl<'a> Iterator for OutlineTasks<'a> {
-    type Item = TaskView<'a>;
-
-    fn next(&mut self) -> Option<TaskView<'a>> {
-        self.entries.next().map(|entry| self.outline.view(entry))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.entries.size_hint()
-    }
-}
-
-impl ExactSizeIterator for OutlineTasks<'_> {}
-
-/// One row's columns as the loader read them, borrowed from SQLite: each a slice of
-/// `text`, the row's `outline` column (see `packed.rs`).
-#[derive(Debug)]
-pub(crate) struct RowTexts<'r> {
-    pub text: &'r str,
-    pub id: &'r str,
-    pub order: u32,
-    pub title: &'r str,
-    pub runner: Option<&'r str>,
-    pub model: Option<&'r str>,
-    pub effort: Option<&'r str>,
-    pub mode: Option<&'r str>,
-    pub kind: TaskKind,
-    pub checks: &'r str,
-    pub status: TaskStatus,
-    pub hold: bool,
-    pub verdict: Option<Verdict>,
-    pub dependencies: &'r str,
-    pub limits: TaskLimits,
-}
-
-impl Outline {
     /// Add one row; `Err` describes damage (a list that does not parse).
     ///
     /// The row's whole text is copied once and every span points into the copy: the
     /// columns are slices of `row.text` (see [`RowTexts`]).
-    pub(crate) fn push(&mut self, row: RowTexts<'_>) -> Result<(), String> {
+    fn push(&mut self, row: RowTexts<'_>) -> Result<(), String> {
         let base = self.text.len();
         self.text.push_str(row.text);
         let within = |part: &str| -> Span {
@@ -323,4 +272,55 @@ impl Outline {
         });
         Ok(())
     }
+}
+
+fn index(len: usize) -> u32 {
+    u32::try_from(len - 1).expect("fewer than 4 billion tasks")
+}
+
+/// The tasks of an [`Outline`], in order ([`Outline::tasks`]).
+#[derive(Debug, Clone)]
+pub struct OutlineTasks<'a> {
+    outline: &'a Outline,
+    up: std::slice::Iter<'a, Entry>,
+    down: std::iter::Rev<std::slice::Iter<'a, Entry>>,
+}
+
+impl<'a> Iterator for OutlineTasks<'a> {
+    type Item = TaskView<'a>;
+
+    fn next(&mut self) -> Option<TaskView<'a>> {
+        if let Some(entry) = self.up.next() {
+            return Some(self.outline.up.view(entry));
+        }
+        self.down.next().map(|entry| self.outline.down.view(entry))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let len = self.up.len() + self.down.len();
+        (len, Some(len))
+    }
+}
+
+impl ExactSizeIterator for OutlineTasks<'_> {}
+
+/// One row's columns as the loader read them, borrowed from SQLite: each a slice of
+/// `text`, the row's `outline` column (see `packed.rs`).
+#[derive(Debug)]
+pub(crate) struct RowTexts<'r> {
+    pub text: &'r str,
+    pub id: &'r str,
+    pub order: u32,
+    pub title: &'r str,
+    pub runner: Option<&'r str>,
+    pub model: Option<&'r str>,
+    pub effort: Option<&'r str>,
+    pub mode: Option<&'r str>,
+    pub kind: TaskKind,
+    pub checks: &'r str,
+    pub status: TaskStatus,
+    pub hold: bool,
+    pub verdict: Option<Verdict>,
+    pub dependencies: &'r str,
+    pub limits: TaskLimits,
 }

@@ -16,18 +16,18 @@ use crate::rows::{Checked, naming_task, parse_json, parse_status};
 /// The columns in the text, in order (migration 9's expression).
 pub(crate) const COLUMNS: [&str; 17] = [
     "id",
-    "position",
     "title",
-    "kind",
-    "checks",
-    "status",
-    "hold",
-    "verdict",
-    "dependencies",
     "runner",
     "model",
     "effort",
     "mode",
+    "checks",
+    "dependencies",
+    "position",
+    "kind",
+    "status",
+    "hold",
+    "verdict",
     "timeout_ms",
     "idle_timeout_ms",
     "budget_usd",
@@ -128,12 +128,19 @@ impl<'r> Fields<'r> {
     }
 
     fn after_id(&mut self, id: &'r str) -> Checked<RowTexts<'r>> {
+        let title = self.required()?;
+        let runner = self.next()?;
+        let model = self.next()?;
+        let effort = self.next()?;
+        let mode = self.next()?;
+        let checks = self.required()?;
+        let dependencies = self.required()?;
+        // The texts an outline keeps end here.
+        let kept = &self.whole[..self.whole.len() - self.rest.len()];
         let order = self.integer()?.ok_or("the position column is NULL")?;
         let order = u32::try_from(order)
             .map_err(|_| format!("the position column holds {order}, out of range"))?;
-        let title = self.required()?;
         let kind = parse_status(self.required()?, TaskKind::parse, "task kind")?;
-        let checks = self.required()?;
         let status = parse_status(self.required()?, TaskStatus::parse, "task status")?;
         let hold = match self.integer()?.ok_or("the hold column is NULL")? {
             0 => false,
@@ -144,14 +151,9 @@ impl<'r> Fields<'r> {
             .next()?
             .map(|v| parse_json(v, "verdict", id))
             .transpose()?;
-        let dependencies = self.required()?;
-        let runner = self.next()?;
-        let model = self.next()?;
-        let effort = self.next()?;
-        let mode = self.next()?;
         let limits = self.limits(id)?;
         Ok(RowTexts {
-            text: self.whole,
+            text: kept,
             id,
             order,
             title,
@@ -265,17 +267,17 @@ mod tests {
     fn plain() -> [Option<&'static str>; 17] {
         [
             Some("t-1"),
-            Some("3"),
             Some("a title: 12:3 - with -"),
-            Some("ai"),
-            Some("[]"),
-            Some("pending"),
-            Some("0"),
-            None,
-            Some(r#"["t-0"]"#),
             None,
             Some("gpt-5"),
             None,
+            None,
+            Some("[]"),
+            Some(r#"["t-0"]"#),
+            Some("3"),
+            Some("ai"),
+            Some("pending"),
+            Some("0"),
             None,
             Some("60000"),
             None,
@@ -301,9 +303,11 @@ mod tests {
         assert_eq!(row.limits.timeout, Some(std::time::Duration::from_secs(60)));
         assert_eq!(row.limits.budget_usd, Some(0.1));
         assert_eq!(row.limits.budget_tokens, Some(200));
+        // The outline keeps the texts it shows, up to the dependencies.
+        assert!(text.starts_with(row.text) && row.text.ends_with(r#"["t-0"]"#));
         // An empty text is not NULL.
         let mut columns = plain();
-        columns[9] = Some("");
+        columns[2] = Some("");
         assert_eq!(
             outline_row(packed(columns).as_bytes()).unwrap().runner,
             Some("")
@@ -315,16 +319,16 @@ mod tests {
         let refusal =
             |columns: [Option<&str>; 17]| outline_row(packed(columns).as_bytes()).unwrap_err();
         let mut columns = plain();
-        columns[5] = Some("bogus");
+        columns[10] = Some("bogus");
         assert_eq!(
             refusal(columns),
             r#"task "t-1": unknown task status "bogus""#
         );
         let mut columns = plain();
-        columns[2] = None;
+        columns[1] = None;
         assert_eq!(refusal(columns), r#"task "t-1": the title column is NULL"#);
         let mut columns = plain();
-        columns[6] = Some("2");
+        columns[11] = Some("2");
         assert_eq!(
             refusal(columns),
             r#"task "t-1": the hold column holds 2, not 0 or 1"#

@@ -457,6 +457,10 @@ pub(crate) fn load_outline(
 /// read in 6.4 ms whole but 7.3-7.8 ms split.
 pub(crate) const SPLIT_FROM: i64 = 5_000;
 
+/// The most tasks a split read makes room for up front (positions far apart only make
+/// the guess larger, never the plan).
+const MOST_RESERVED: usize = 1 << 20;
+
 /// Where a second connection to the store opens, and how it waits for a busy one.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Helper<'a> {
@@ -507,9 +511,14 @@ fn load_outline_split(
     let mine_upto = AtomicI64::new(i64::MIN);
     let theirs_from = AtomicI64::new(i64::MAX);
     let part_head = head.clone();
+    // Each reader reads about half, but where they meet is not known: both make room
+    // for all of them (room that is not written is never touched).
+    let tasks = usize::try_from(last - first + 1)
+        .unwrap_or(0)
+        .min(MOST_RESERVED);
     let (mine, theirs) = std::thread::scope(|scope| {
         let theirs = scope.spawn(|| {
-            outline_part(helper, id, part_head, |order| {
+            outline_part(helper, id, part_head, tasks, |order| {
                 let order = i64::from(order);
                 let take = order > mine_upto.load(SeqCst);
                 if take {
@@ -518,7 +527,7 @@ fn load_outline_split(
                 take
             })
         });
-        let mut outline = crate::Outline::new(head);
+        let mut outline = crate::Outline::with_capacity(head, tasks);
         let mine = outline_rows(&tx, id, i64::MIN, Direction::Up, &mut outline, |order| {
             let order = i64::from(order);
             let take = order < theirs_from.load(SeqCst);
@@ -559,6 +568,7 @@ fn outline_part(
     helper: Helper<'_>,
     id: &str,
     head: Plan,
+    tasks: usize,
     take: impl FnMut(u32) -> bool,
 ) -> rusqlite::Result<Checked<crate::Outline>> {
     let conn = Connection::open_with_flags(
@@ -567,7 +577,7 @@ fn outline_part(
     )?;
     conn.busy_timeout(helper.busy_timeout)?;
     conn.execute_batch(crate::READ_PRAGMAS)?;
-    let mut part = crate::Outline::new(head);
+    let mut part = crate::Outline::with_capacity(head, tasks);
     let read = outline_rows(&conn, id, i64::MIN, Direction::Down, &mut part, take)?;
     Ok(read.map(|()| part))
 }

@@ -826,6 +826,8 @@ fn an_outline_read_by_two_readers_at_once_is_the_outline_read_whole() {
     tasks[6].title = "ünïcode \u{1b}[31m title".into();
     tasks[7].dependencies = vec!["t7".into()];
     tasks[8].model = Some("m".into());
+    // The last task, which the second reader reads first.
+    tasks[8].status = TaskStatus::Failed;
     let created = store.create_plan(draft("goal", tasks), 100).unwrap();
     let outline = store.plan_outline(&created.id).unwrap();
     let expected: Vec<weft_core::TaskView<'_>> = outline.tasks.iter().map(Task::view).collect();
@@ -834,6 +836,21 @@ fn an_outline_read_by_two_readers_at_once_is_the_outline_read_whole() {
         let read = store.outline_split_from(&created.id, split_from).unwrap();
         let views: Vec<weft_core::TaskView<'_>> = read.tasks().collect();
         assert_eq!(views, expected, "split from {split_from}");
+        // Counted and searched across both readers' parts, each task once.
+        assert_eq!(read.len(), 9, "split from {split_from}");
+        assert_eq!(read.tasks().len(), 9, "split from {split_from}");
+        assert!(
+            read.any_status(TaskStatus::Pending),
+            "split from {split_from}"
+        );
+        assert!(
+            read.any_status(TaskStatus::Failed),
+            "split from {split_from}"
+        );
+        assert!(
+            !read.any_status(TaskStatus::Blocked),
+            "split from {split_from}"
+        );
     }
     let split = store.outline_split_from(&created.id, 1).unwrap();
     assert!(split.any_limits());
