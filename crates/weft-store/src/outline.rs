@@ -1,14 +1,15 @@
 //! A plan's outline without a `Task` per row: what `weft status` shows of 10,000 tasks,
-//! read in one pass (or by two readers at once, see `rows::load_outline`) into one block of
-//! text.
+//! read in one pass into one block of text (or by two readers at once, see
+//! `rows::load_outline`, into one block each, kept as they were read).
 //!
 //! Contract: [`Outline::tasks`] gives, for every task of the plan in order, exactly the
 //! [`TaskView`] that [`crate::Store::plan_outline`]'s task would give ([`Task::view`]),
 //! and a row that one would refuse as damaged is refused here too, before anything is
 //! shown: the whole plan is read and checked when the outline is built. Nothing is
-//! allocated per task: the texts of every row go into one `String`, each task is a fixed
-//! record of offsets into it, and only the rare parts (a verdict, a list that needs
-//! escapes, limits) are kept beside them.
+//! allocated per task: the texts of every row (the shown part of its `outline` column,
+//! copied at once) go into one `String`, each task is a fixed record of offsets into it,
+//! and only the rare parts (a verdict, a list that needs escapes, limits) are kept
+//! beside them.
 //!
 //! [`Task::view`]: weft_core::Task::view
 

@@ -224,7 +224,9 @@ fn push_number(line: &mut String, number: u32, width: usize) {
     let digits = decimal(number, &mut buffer);
     pad(line, width.saturating_sub(digits.len()));
     // Digit by digit: ASCII needs no UTF-8 check (which cost more than the digits).
-    line.extend(digits.iter().map(|&d| char::from(d)));
+    for &digit in digits {
+        line.push(char::from(digit));
+    }
 }
 
 /// `number`'s decimal digits, written at the end of `buffer`.
@@ -502,7 +504,8 @@ pub fn plan_map_styled(
     let mut order_of: HashMap<&str, u32, BuildFnv> =
         HashMap::with_capacity_and_hasher(task_count, BuildFnv::default());
     let (mut status_width, mut title_width, mut runner_width) = (6, 5, 6);
-    // Most tasks show the same runner (the very same `&str`): measured once.
+    // Most tasks show the same runner as the task before: measured once (compared by
+    // text, since a task's own runner is its own `&str`).
     let (mut last_runner, mut last_runner_width): (&str, usize) = ("", 0);
     // Each title as shown, measured here and kept for the rows' pass when it needs no
     // escape (nearly every title): sanitizing and cutting it twice was a tenth of the map.
@@ -515,7 +518,7 @@ pub fn plan_map_styled(
         title_width = title_width.max(fit.width as usize);
         titles.push(fit);
         let runner = runner_str(&task, plan, default_runner);
-        if !std::ptr::eq(runner, last_runner) {
+        if runner != last_runner {
             last_runner = runner;
             last_runner_width = chars(&safe(runner));
         }
@@ -571,7 +574,7 @@ pub fn plan_map_styled(
         pad(&mut line, title_width - width);
         line.push_str("  ");
         let runner = runner_str(&task, plan, default_runner);
-        if !std::ptr::eq(runner, last_runner) {
+        if runner != last_runner {
             last_runner = runner;
             last_shown = safe(runner);
             last_runner_width = chars(&last_shown);
