@@ -23,6 +23,22 @@ fn create(dir: &Path) -> Store {
     Store::open_or_create(dir, OpenOptions::default()).expect("open_or_create")
 }
 
+/// A plan of `tasks`, stored.
+fn stored(store: &mut Store, tasks: Vec<Task>) -> weft_core::Plan {
+    store
+        .create_plan(
+            PlanDraft {
+                goal: "goal".into(),
+                runner: None,
+                status: PlanStatus::Approved,
+                tasks,
+                source: "test".into(),
+            },
+            100,
+        )
+        .expect("create plan")
+}
+
 /// Text of every kind a column may hold: the packing's own characters (`:`, `-`,
 /// digits), escapes, control characters, multi-byte characters, nothing at all.
 fn text() -> impl Strategy<Value = String> {
@@ -181,18 +197,7 @@ proptest! {
     fn the_outline_from_its_index_is_every_task_as_loaded_column_by_column(tasks in tasks()) {
         let (_tmp, dir) = workspace();
         let mut store = create(&dir);
-        let plan = store
-            .create_plan(
-                PlanDraft {
-                    goal: "goal".into(),
-                    runner: None,
-                    status: PlanStatus::Approved,
-                    tasks: tasks.clone(),
-                    source: "test".into(),
-                },
-                100,
-            )
-            .expect("create plan");
+        let plan = stored(&mut store, tasks.clone());
         assert_outline_is_the_loaded_plan(&store, &plan.id);
         // The budgets read back to the bit (the outline carries them as text).
         let outline = store.outline(&plan.id).expect("outline");
@@ -219,18 +224,7 @@ fn every_write_to_a_task_row_is_in_the_next_outline() {
             task
         })
         .collect();
-    let plan = store
-        .create_plan(
-            PlanDraft {
-                goal: "goal".into(),
-                runner: None,
-                status: PlanStatus::Approved,
-                tasks,
-                source: "test".into(),
-            },
-            100,
-        )
-        .unwrap();
+    let plan = stored(&mut store, tasks);
     let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
     let changes = [
         "UPDATE tasks SET title = 'new: 5:title-' WHERE id = 't1'",
@@ -265,18 +259,7 @@ fn a_title_that_is_not_utf8_is_refused_naming_the_task_and_the_column() {
     let mut task = Task::new("t1", "Title");
     task.order = 1;
     task.prompt = "p".into();
-    let plan = store
-        .create_plan(
-            PlanDraft {
-                goal: "goal".into(),
-                runner: None,
-                status: PlanStatus::Approved,
-                tasks: vec![task],
-                source: "test".into(),
-            },
-            100,
-        )
-        .unwrap();
+    let plan = stored(&mut store, vec![task]);
     let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
     conn.execute_batch("UPDATE tasks SET title = CAST(x'41ff42' AS TEXT) WHERE id = 't1'")
         .unwrap();
