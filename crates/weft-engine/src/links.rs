@@ -43,8 +43,9 @@
 //! other (its links are symlinks, which never count as work).
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 
 use crate::contain::SetupContainment;
 use crate::error::EngineError;
@@ -74,7 +75,7 @@ pub struct Links {
 #[derive(Debug, Clone)]
 struct Entry {
     text: String,
-    whole: GlobMatcher,
+    whole: Matcher,
     /// Per path component; `None` when the entry cannot be split (the walk then reads
     /// every folder below the checkout for it).
     steps: Option<Vec<Step>>,
@@ -84,15 +85,34 @@ struct Entry {
 enum Step {
     /// `**`: any number of folders.
     AnyDepth,
-    Name(GlobMatcher),
+    Name(Matcher),
 }
 
-fn glob(text: &str) -> Result<GlobMatcher, globset::Error> {
-    Ok(GlobBuilder::new(text)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()?
-        .compile_matcher())
+/// A glob checked when settings load and compiled the first time it matches: every weft
+/// command loads the settings, few ever expand `links`, and compiling the default
+/// entries' matchers (a regex each) was 1.3 M instructions of every command.
+#[derive(Debug, Clone)]
+struct Matcher {
+    glob: Glob,
+    compiled: OnceLock<GlobMatcher>,
+}
+
+impl Matcher {
+    fn is_match(&self, path: impl AsRef<Path>) -> bool {
+        self.compiled
+            .get_or_init(|| self.glob.compile_matcher())
+            .is_match(path)
+    }
+}
+
+fn glob(text: &str) -> Result<Matcher, globset::Error> {
+    Ok(Matcher {
+        glob: GlobBuilder::new(text)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()?,
+        compiled: OnceLock::new(),
+    })
 }
 
 impl Links {
