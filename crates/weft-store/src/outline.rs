@@ -219,9 +219,11 @@ impl Part {
         self.text.push_str(row.text);
         let within = |part: &str| -> Span {
             // Where `part` lies in `row.text`, by address: the parser took it from there.
+            // Checked in every build (two comparisons): a span outside the copy would show
+            // another task's text.
             let offset = (part.as_ptr() as usize).wrapping_sub(row.text.as_ptr() as usize);
-            debug_assert!(
-                offset + part.len() <= row.text.len(),
+            assert!(
+                offset <= row.text.len() && part.len() <= row.text.len() - offset,
                 "a column of the row's text"
             );
             Span {

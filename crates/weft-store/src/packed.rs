@@ -11,7 +11,7 @@
 use weft_core::{TaskKind, TaskLimits, TaskStatus};
 
 use crate::outline::RowTexts;
-use crate::rows::{Checked, naming_task, parse_json, parse_status};
+use crate::rows::{Checked, limits_of, naming_task, parse_json, parse_status};
 
 /// The columns in the text, in order (migration 9's expression).
 pub(crate) const COLUMNS: [&str; 17] = [
@@ -36,8 +36,9 @@ pub(crate) const COLUMNS: [&str; 17] = [
 
 /// The row whose `outline` column is `bytes`, or what is wrong with it.
 pub(crate) fn outline_row(bytes: &[u8]) -> Checked<RowTexts<'_>> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(not_utf8(bytes));
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => return Err(not_utf8(bytes, error)),
     };
     let mut fields = Fields {
         whole: text,
@@ -171,7 +172,8 @@ impl<'r> Fields<'r> {
         })
     }
 
-    /// The four limits, as `rows::limits_at` reads them from their columns.
+    /// The four limits, by the rules the full load applies to their columns
+    /// ([`limits_of`]).
     fn limits(&mut self, id: &str) -> Checked<TaskLimits> {
         // No limit set, what nearly every task has.
         if let Some(rest) = self.rest.strip_prefix("----") {
@@ -179,18 +181,9 @@ impl<'r> Fields<'r> {
             self.at += 4;
             return Ok(TaskLimits::default());
         }
-        let mut duration = || -> Checked<Option<std::time::Duration>> {
-            self.integer()
-                .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))?
-                .map(|ms| {
-                    u64::try_from(ms)
-                        .map(std::time::Duration::from_millis)
-                        .map_err(|_| format!("task {id:?}: a negative time limit ({ms} ms)"))
-                })
-                .transpose()
-        };
-        let timeout = duration()?;
-        let idle_timeout = duration()?;
+        let not_a_number = |e: String| format!("task {id:?}: a limit is not a number: {e}");
+        let timeout = self.integer().map_err(not_a_number)?;
+        let idle_timeout = self.integer().map_err(not_a_number)?;
         let usd = self
             .next()?
             .map(|text| {
@@ -198,45 +191,43 @@ impl<'r> Fields<'r> {
                     .map_err(|_| format!("task {id:?}: budget_usd is not a number: {text:?}"))
             })
             .transpose()?;
-        let tokens = self
-            .integer()
-            .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))?;
-        Ok(TaskLimits {
-            timeout,
-            idle_timeout,
-            budget_usd: usd.filter(|u| u.is_finite() && *u > 0.0),
-            budget_tokens: tokens.and_then(|t| u64::try_from(t).ok()),
-        })
+        let tokens = self.integer().map_err(not_a_number)?;
+        limits_of(id, [timeout, idle_timeout], usd, tokens)
     }
 }
 
-/// Which column of a text that is not UTF-8 holds the bytes that are not (found again
-/// column by column: only a damaged row comes here).
-fn not_utf8(bytes: &[u8]) -> String {
-    // The lengths count the original bytes: walk them on the bytes.
-    let mut rest = bytes;
+/// Which column of a text that is not UTF-8 holds the bytes that are not (only a damaged
+/// row comes here). The text up to the first such byte is read like any row's: the
+/// column whose text it cuts short is the one that holds the byte.
+fn not_utf8(bytes: &[u8], error: std::str::Utf8Error) -> String {
+    let whole = || format!("the outline column holds text that is not UTF-8: {error}");
+    let Ok(valid) = std::str::from_utf8(&bytes[..error.valid_up_to()]) else {
+        return whole();
+    };
+    let mut fields = Fields {
+        whole: valid,
+        rest: valid,
+        at: 0,
+    };
     let mut id = None;
-    for (at, column) in COLUMNS.iter().enumerate() {
-        if let Some(after) = rest.strip_prefix(b"-") {
-            rest = after;
-            continue;
-        }
-        let Some(colon) = rest.iter().position(|&b| b == b':') else {
-            break;
-        };
-        let Some(len) = std::str::from_utf8(&rest[..colon])
-            .ok()
-            .and_then(|d| d.parse::<usize>().ok())
-        else {
-            break;
-        };
-        let Some(value) = rest.get(colon + 1..colon + 1 + len) else {
-            break;
-        };
-        match std::str::from_utf8(value) {
-            Ok(text) if at == 0 => id = Some(text.to_owned()),
+    while fields.at < COLUMNS.len() {
+        let column = fields.name();
+        let header = valid.len() - fields.rest.len();
+        match fields.next() {
+            Ok(value) if fields.at == 1 => id = value,
             Ok(_) => {}
-            Err(e) => {
+            Err(_) => {
+                // The column's text: after its length and `:`, that many bytes.
+                let Some((digits, _)) = fields.rest.split_once(':') else {
+                    return whole();
+                };
+                let start = header + digits.len() + 1;
+                let end = digits
+                    .parse::<usize>()
+                    .map_or(bytes.len(), |len| (start + len).min(bytes.len()));
+                let Err(e) = std::str::from_utf8(&bytes[start..end]) else {
+                    return whole();
+                };
                 let problem = format!("the {column} column holds text that is not UTF-8: {e}");
                 return match id {
                     Some(id) => format!("task {id:?}: {problem}"),
@@ -244,12 +235,8 @@ fn not_utf8(bytes: &[u8]) -> String {
                 };
             }
         }
-        rest = &rest[colon + 1 + len..];
     }
-    match std::str::from_utf8(bytes) {
-        Err(e) => format!("the outline column holds text that is not UTF-8: {e}"),
-        Ok(_) => "the outline column is damaged".into(),
-    }
+    whole()
 }
 
 #[cfg(test)]
@@ -366,6 +353,23 @@ mod tests {
             outline_row(&bytes).unwrap_err(),
             "task \"t-1\": the title column holds text that is not UTF-8: \
              invalid utf-8 sequence of 1 bytes from index 0"
+        );
+        // In a later column, told with the index within that column, as the full load
+        // tells it; in the id, without a task to name.
+        let mut bytes = packed(plain()).into_bytes();
+        let deps = bytes.windows(5).position(|w| w == b"t-0\"]").unwrap();
+        bytes[deps + 1] = 0xc3;
+        assert_eq!(
+            outline_row(&bytes).unwrap_err(),
+            "task \"t-1\": the dependencies column holds text that is not UTF-8: \
+             invalid utf-8 sequence of 1 bytes from index 3"
+        );
+        let mut bytes = packed(plain()).into_bytes();
+        bytes[3] = 0xff;
+        assert_eq!(
+            outline_row(&bytes).unwrap_err(),
+            "the id column holds text that is not UTF-8: \
+             invalid utf-8 sequence of 1 bytes from index 1"
         );
     }
 }

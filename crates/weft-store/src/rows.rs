@@ -269,35 +269,42 @@ impl Detail {
     }
 }
 
-/// Columns 19 to 22: the task's own limits, each NULL when unset.
+/// Columns 19 to 22: the task's own limits, each NULL when unset (`timeout_ms`,
+/// `idle_timeout_ms`, `budget_usd`, `budget_tokens`).
 fn limits_from_row(row: &Row<'_>, id: &str) -> Checked<weft_core::TaskLimits> {
-    limits_at(row, 19, id)
-}
-
-/// The four limit columns from `first` on (`timeout_ms`, `idle_timeout_ms`, `budget_usd`,
-/// `budget_tokens`).
-fn limits_at(row: &Row<'_>, first: usize, id: &str) -> Checked<weft_core::TaskLimits> {
     let number = |index: usize| -> Checked<Option<i64>> {
         row.get(index)
             .map_err(|e| format!("task {id:?}: a limit is not a number: {e}"))
     };
-    let duration = |index: usize| -> Checked<Option<std::time::Duration>> {
-        number(index)?
-            .map(|ms| {
-                u64::try_from(ms)
-                    .map(std::time::Duration::from_millis)
-                    .map_err(|_| format!("task {id:?}: a negative time limit ({ms} ms)"))
-            })
-            .transpose()
-    };
     let usd: Option<f64> = row
-        .get(first + 2)
+        .get(21)
         .map_err(|e| format!("task {id:?}: budget_usd is not a number: {e}"))?;
+    limits_of(id, [number(19)?, number(20)?], usd, number(22)?)
+}
+
+/// A task's limits from what its four columns hold: the one rule for every reader of
+/// them (the full load's columns, the outline's text). A negative time limit is damage;
+/// a budget that is not a positive finite number, or a token budget below zero, is no
+/// budget.
+pub(crate) fn limits_of(
+    id: &str,
+    [timeout_ms, idle_timeout_ms]: [Option<i64>; 2],
+    budget_usd: Option<f64>,
+    budget_tokens: Option<i64>,
+) -> Checked<weft_core::TaskLimits> {
+    let duration = |ms: Option<i64>| -> Checked<Option<std::time::Duration>> {
+        ms.map(|ms| {
+            u64::try_from(ms)
+                .map(std::time::Duration::from_millis)
+                .map_err(|_| format!("task {id:?}: a negative time limit ({ms} ms)"))
+        })
+        .transpose()
+    };
     Ok(weft_core::TaskLimits {
-        timeout: duration(first)?,
-        idle_timeout: duration(first + 1)?,
-        budget_usd: usd.filter(|u| u.is_finite() && *u > 0.0),
-        budget_tokens: number(first + 3)?.and_then(|t| u64::try_from(t).ok()),
+        timeout: duration(timeout_ms)?,
+        idle_timeout: duration(idle_timeout_ms)?,
+        budget_usd: budget_usd.filter(|u| u.is_finite() && *u > 0.0),
+        budget_tokens: budget_tokens.and_then(|t| u64::try_from(t).ok()),
     })
 }
 
@@ -457,9 +464,11 @@ pub(crate) fn load_outline(
 /// read in 6.4 ms whole but 7.3-7.8 ms split.
 pub(crate) const SPLIT_FROM: i64 = 5_000;
 
-/// The most tasks a split read makes room for up front (positions far apart only make
-/// the guess larger, never the plan).
-const MOST_RESERVED: usize = 1 << 20;
+/// The most tasks a split read makes room for up front, each reader (the guess is the
+/// span of positions, which a damaged store could make huge): ~25 MiB of text and
+/// ~12 MiB of records of address space, touched only as tasks are read. A larger plan
+/// grows its buffers as it is read.
+const MOST_RESERVED: usize = 1 << 17;
 
 /// Where a second connection to the store opens, and how it waits for a busy one.
 #[derive(Debug, Clone, Copy)]

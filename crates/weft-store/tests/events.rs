@@ -1,24 +1,15 @@
 //! The event log as a contract: typed events in, the same typed events out; rows written
 //! by an earlier weft replay as `unrecognized` instead of failing; secrets never stored.
 
-use std::path::{Path, PathBuf};
-
 use rusqlite::Connection;
 use serde_json::json;
 use weft_core::edit::{Edit, NewTask, TaskChanges};
 use weft_core::event::{ControlRequest, Event, EventKind, FieldChange};
 use weft_core::{PlanStatus, Task, TaskKind};
-use weft_store::{DATABASE_FILE, OpenOptions, PlanDraft, Store};
+use weft_store::{DATABASE_FILE, PlanDraft, Store};
 
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("temporary folder");
-    let dir = tmp.path().join(".weft");
-    (tmp, dir)
-}
-
-fn create(dir: &Path) -> Store {
-    Store::open_or_create(dir, OpenOptions::default()).expect("open_or_create")
-}
+mod support;
+use support::{create, workspace};
 
 fn plan_with(store: &mut Store, ids: &[&str]) -> String {
     let tasks = ids

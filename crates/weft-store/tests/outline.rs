@@ -3,7 +3,6 @@
 //! order, read whole or by two readers at once. And SQLite keeps it current through every
 //! kind of write, as migrating an older database computes it for the rows already there.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -11,17 +10,10 @@ use rusqlite::Connection;
 use weft_core::{
     Check, PlanStatus, Task, TaskKind, TaskLimits, TaskStatus, TaskView, Verdict, VerdictOutcome,
 };
-use weft_store::{DATABASE_FILE, OpenOptions, PlanDraft, Store};
+use weft_store::{DATABASE_FILE, PlanDraft, Store};
 
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("temporary folder");
-    let dir = tmp.path().join(".weft");
-    (tmp, dir)
-}
-
-fn create(dir: &Path) -> Store {
-    Store::open_or_create(dir, OpenOptions::default()).expect("open_or_create")
-}
+mod support;
+use support::{create, workspace};
 
 /// A plan of `tasks`, stored.
 fn stored(store: &mut Store, tasks: Vec<Task>) -> weft_core::Plan {

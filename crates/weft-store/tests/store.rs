@@ -13,7 +13,7 @@
 //! 10. Concurrent writers through separate handles never lose an edit.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
@@ -25,23 +25,15 @@ use weft_core::{
 };
 use weft_store::{DATABASE_FILE, Event, OpenOptions, PlanDraft, SCHEMA_VERSION, Store, StoreError};
 
+mod support;
+use support::{create, workspace};
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
 
 fn any_runner(_: &str) -> bool {
     true
-}
-
-/// A temporary workspace and the path of its (not yet created) state folder.
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().expect("temporary folder");
-    let dir = tmp.path().join(".weft");
-    (tmp, dir)
-}
-
-fn create(dir: &Path) -> Store {
-    Store::open_or_create(dir, OpenOptions::default()).expect("open_or_create")
 }
 
 fn existing(dir: &Path) -> Store {
