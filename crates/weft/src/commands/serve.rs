@@ -156,10 +156,11 @@ impl Host for BinHost {
 
     /// `weft status --json`, as `commands::status` builds it (a test compares the two).
     fn status_json(&self, store: &Store, plan_id: &str) -> ApiResult<serde_json::Value> {
-        let plan = store.plan_outline(plan_id)?;
+        // The outline `weft status` reads, not a `Task` per row.
+        let outline = store.outline(plan_id)?;
         let attempts = store.attempts_of_plan(plan_id)?;
         let engine_alive = weft_engine::control::engine_running(store, plan_id)?.is_some();
-        let mut view = PlanView::of(&plan);
+        let mut view = PlanView::outline(&outline);
         if !engine_alive {
             view = view.orphaned(NO_ENGINE);
         }
