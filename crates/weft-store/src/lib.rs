@@ -12,6 +12,7 @@
 //! masked in every event before it is written. An attempt's live output is read by byte
 //! offset through [`Store::read_output`] (see its module for the contract).
 
+pub mod apart;
 mod busy;
 mod error;
 mod limits;

@@ -526,7 +526,9 @@ fn load_outline_split(
         .unwrap_or(0)
         .min(MOST_RESERVED);
     let (mine, theirs) = std::thread::scope(|scope| {
-        let theirs = scope.spawn(|| {
+        // On another CPU at once: a helper the scheduler leaves queued behind this thread
+        // reads nothing until it runs (see `apart`).
+        let theirs = crate::apart::spawn(scope, || {
             outline_part(helper, id, part_head, tasks, |order| {
                 let order = i64::from(order);
                 let take = order > mine_upto.load(SeqCst);
