@@ -125,6 +125,20 @@ impl Outline {
         }
     }
 
+    /// The tasks after the first `skip`, in order (none past the end), without making the
+    /// skipped ones: what a caller splitting the tasks between threads starts from.
+    pub fn tasks_from(&self, skip: usize) -> OutlineTasks<'_> {
+        let up = &self.up.entries[skip.min(self.up.entries.len())..];
+        // `down` is kept last task first: skipping its first tasks drops its last entries.
+        let skip_down = skip.saturating_sub(self.up.entries.len());
+        let down = &self.down.entries[..self.down.entries.len().saturating_sub(skip_down)];
+        OutlineTasks {
+            outline: self,
+            up: up.iter(),
+            down: down.iter().rev(),
+        }
+    }
+
     /// Whether any task's status is `status` (no [`TaskView`] made for it).
     pub fn any_status(&self, status: TaskStatus) -> bool {
         let has = |entry: &Entry| entry.status == status;

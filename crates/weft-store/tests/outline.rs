@@ -179,6 +179,16 @@ fn assert_outline_is_the_loaded_plan(store: &Store, plan: &str) {
         let outline = store.outline_split_from(plan, split_from).expect("outline");
         let views: Vec<TaskView<'_>> = outline.tasks().collect();
         assert_eq!(views, want, "split from {split_from}");
+        // From any task on (past the end: none), across both readers' parts.
+        for skip in 0..=want.len() + 1 {
+            let from: Vec<TaskView<'_>> = outline.tasks_from(skip).collect();
+            assert_eq!(
+                from[..],
+                want[skip.min(want.len())..],
+                "split from {split_from}, from {skip}"
+            );
+            assert_eq!(outline.tasks_from(skip).len(), from.len());
+        }
     }
 }
 

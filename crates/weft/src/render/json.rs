@@ -73,10 +73,21 @@ impl StatusJson<'_> {
     /// makes each task a map whose every key goes through the string escaper, and that
     /// was two thirds of `weft status --json` on 10,000 tasks.
     ///
-    /// Each task is put together in one reused buffer and written with one `write_all`:
-    /// `out` should be buffered; a whole 10,000-task object in memory cost more in page
-    /// faults than its writes did.
+    /// The tasks are written as [`TasksJson::write_each`] says; from
+    /// [`turns::SPLIT_FROM`] tasks on, by two threads taking
+    /// turns.
     pub fn write_fields(&self, sink: &mut impl Write) -> serde_json::Result<()> {
+        self.write_fields_split(sink, turns::SPLIT_FROM)
+    }
+
+    /// [`StatusJson::write_fields`], by two threads from `split_from` tasks on (what tests
+    /// of the split use).
+    #[doc(hidden)]
+    pub fn write_fields_split(
+        &self,
+        sink: &mut impl Write,
+        split_from: usize,
+    ) -> serde_json::Result<()> {
         let plan = &self.plan;
         let mut buffer = Vec::with_capacity(1024);
         let out = &mut buffer;
@@ -97,14 +108,25 @@ impl StatusJson<'_> {
         out.extend_from_slice(b",\"updated_at\":");
         serde_json::to_writer(&mut *out, &plan.updated_at)?;
         out.extend_from_slice(b",\"tasks\":[");
-        for (index, task) in plan.tasks.each().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            task.write(out)?;
-            sink.write_all(out).map_err(serde_json::Error::io)?;
-            out.clear();
-        }
+        sink.write_all(out).map_err(serde_json::Error::io)?;
+        out.clear();
+        let tasks = &plan.tasks;
+        // From `turns::SPLIT_FROM` tasks on, by two threads taking turns (see `turns`):
+        // the bytes one writes.
+        let written = turns::in_turns(
+            sink,
+            tasks.view.len(),
+            split_from,
+            |_| (),
+            |_, range, sink| {
+                let after_one = range.start > 0;
+                let each = tasks.each_from(range.start).take(range.len());
+                tasks
+                    .write_each(each, after_one, sink)
+                    .map_err(std::io::Error::from)
+            },
+        );
+        written.map_err(serde_json::Error::io)?;
         out.extend_from_slice(b"]},\"spend\":");
         serde_json::to_writer(&mut *out, &self.spend)?;
         sink.write_all(out).map_err(serde_json::Error::io)
@@ -201,10 +223,37 @@ struct TasksJson<'a> {
 
 impl<'a> TasksJson<'a> {
     fn each(&self) -> impl Iterator<Item = TaskJson<'a>> + 'a {
+        self.each_from(0)
+    }
+
+    /// The tasks after the first `skip`.
+    fn each_from(&self, skip: usize) -> impl Iterator<Item = TaskJson<'a>> + 'a {
         let (plan, default_runner, usage) = (self.view.plan(), self.default_runner, self.usage);
         self.view
-            .tasks()
+            .tasks_from(skip)
             .map(move |(task, reason)| task_json(task, reason, plan, default_runner, usage))
+    }
+
+    /// `tasks` one after the other, each after a `,` but the first (unless `after_one`:
+    /// they follow tasks written before), each put together in one reused buffer and
+    /// written with one `write_all`: `sink` should be buffered; a whole 10,000-task object
+    /// in memory cost more in page faults than its writes did.
+    fn write_each(
+        &self,
+        tasks: impl Iterator<Item = TaskJson<'a>>,
+        after_one: bool,
+        sink: &mut dyn Write,
+    ) -> serde_json::Result<()> {
+        let mut buffer = Vec::with_capacity(1024);
+        for (index, task) in tasks.enumerate() {
+            if after_one || index > 0 {
+                buffer.push(b',');
+            }
+            task.write(&mut buffer)?;
+            sink.write_all(&buffer).map_err(serde_json::Error::io)?;
+            buffer.clear();
+        }
+        Ok(())
     }
 }
 

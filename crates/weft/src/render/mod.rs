@@ -346,6 +346,18 @@ impl<'a> PlanView<'a> {
             }
     }
 
+    /// The tasks after the first `skip`, as [`PlanView::tasks`] gives them (none past the
+    /// end), without making the skipped ones.
+    pub fn tasks_from(&self, skip: usize) -> ViewTasks<'a> {
+        ViewTasks {
+            tasks: match self.tasks {
+                Source::Plan(tasks) => TasksOf::Plan(tasks[skip.min(tasks.len())..].iter()),
+                Source::Outline(outline) => TasksOf::Outline(outline.tasks_from(skip)),
+            },
+            orphaned: self.orphaned,
+        }
+    }
+
     /// Every task as it is shown, in order, with the reason it reads so when it has one.
     pub fn tasks(&self) -> ViewTasks<'a> {
         ViewTasks {
@@ -445,240 +457,14 @@ fn status_style(status: TaskStatus) -> anstyle::Style {
     color.on_default()
 }
 
-/// The plan map: header, then one row per task (order, status, title, runner, deps).
-pub fn plan_map(
-    out: &mut dyn Write,
-    view: PlanView<'_>,
-    default_runner: &str,
-    usage: &HashMap<String, TaskUsage>,
-) -> std::io::Result<()> {
-    plan_map_styled(out, view, default_runner, usage, true)
-}
-
-/// [`plan_map`], with `styled: false` writing no escape codes at all: the very bytes
-/// [`plan_map`] gives once a colour-stripping stream has removed them, without a stream
-/// having to scan every byte for them (`weft status` on 10,000 tasks, piped).
-///
-/// The rows are measured in a first pass and written in a second, straight from the
-/// tasks: nothing is built per task but its dependency list (a plan map of 10,000 tasks
-/// used to allocate five strings per row).
-pub fn plan_map_styled(
-    out: &mut dyn Write,
-    view: PlanView<'_>,
-    default_runner: &str,
-    usage: &HashMap<String, TaskUsage>,
-    styled: bool,
-) -> std::io::Result<()> {
-    let plan = view.plan();
-    let task_count = view.len();
-    let bold = if styled {
-        anstyle::Style::new().bold()
-    } else {
-        anstyle::Style::new()
-    };
-    writeln!(
-        out,
-        "{bold}plan {}{bold:#}  {}  {} task{}  updated {}",
-        plan.short_id(),
-        plan.status,
-        task_count,
-        if task_count == 1 { "" } else { "s" },
-        minute(plan.updated_at),
-    )?;
-    writeln!(out, "goal: {}", safe(&plan.goal))?;
-    if task_count == 0 {
-        if plan.status == PlanStatus::Draft {
-            writeln!(
-                out,
-                "\n(a planner draft with no plan yet: `weft plan log` shows what the planner did; plan again with `weft plan \"goal\"`)"
-            )?;
-        } else {
-            writeln!(
-                out,
-                "\n(no tasks yet: add one with `weft task add --title ... --prompt ...`)"
-            )?;
-        }
-        return Ok(());
-    }
-    let order_width = task_count.to_string().len().max(1);
-    let mut order_of: HashMap<&str, u32, BuildFnv> =
-        HashMap::with_capacity_and_hasher(task_count, BuildFnv::default());
-    let (mut status_width, mut title_width, mut runner_width) = (6, 5, 6);
-    // Most tasks show the same runner as the task before: measured once (compared by
-    // text, since a task's own runner is its own `&str`).
-    let (mut last_runner, mut last_runner_width): (&str, usize) = ("", 0);
-    // Each title as shown, measured here and kept for the rows' pass when it needs no
-    // escape (nearly every title): sanitizing and cutting it twice was a tenth of the map.
-    let mut titles: Vec<ShownTitle> = Vec::with_capacity(task_count);
-    for (task, _) in view.tasks() {
-        order_of.insert(task.id, task.order);
-        let (status, note) = status_label(&task, usage);
-        status_width = status_width.max(status.len() + note.len());
-        let fit = ShownTitle::of(task.title);
-        title_width = title_width.max(fit.width as usize);
-        titles.push(fit);
-        let runner = runner_str(&task, plan, default_runner);
-        if runner != last_runner {
-            last_runner = runner;
-            last_runner_width = chars(&safe(runner));
-        }
-        runner_width = runner_width.max(last_runner_width);
-    }
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{bold}{:>order_width$}  {:<status_width$}  {:<title_width$}  {:<runner_width$}  deps{bold:#}",
-        "#", "status", "title", "runner"
-    )?;
-    // The notes under the map are gathered in the same pass as its rows.
-    let mut notes = Vec::new();
-    let (mut tokens_in, mut tokens_out, mut cost, mut reported) = (0u64, 0u64, 0f64, false);
-    let mut cost_unknown = false;
-    // Each row is put together in one buffer by hand and written at once: `write!` with
-    // nine padded arguments was most of the cost of rendering a large plan.
-    let mut line = String::with_capacity(256);
-    let (mut last_runner, mut last_shown): (&str, Cow<'_, str>) = ("", Cow::Borrowed(""));
-    let mut last_runner_width = 0;
-    for ((task, _), fit) in view.tasks().zip(&titles) {
-        use std::fmt::Write as _;
-        line.clear();
-        push_number(&mut line, task.order, order_width);
-        line.push_str("  ");
-        let style = status_style(task.status);
-        if styled {
-            let _ = write!(line, "{}", style.render());
-        }
-        let (status, note) = status_label(&task, usage);
-        line.push_str(status);
-        line.push_str(&note);
-        pad(&mut line, status_width - status.len() - note.len());
-        if styled {
-            let _ = write!(line, "{}", style.render_reset());
-        }
-        line.push_str("  ");
-        let width = if fit.len == u32::MAX {
-            let title = safe(task.title);
-            let (title, cut) = cut_parts(&title, MAP_TITLE_CHARS);
-            line.push_str(title);
-            if cut {
-                line.push('…');
-            }
-            chars(title) + usize::from(cut)
-        } else {
-            line.push_str(&task.title[..fit.len as usize]);
-            if fit.cut {
-                line.push('…');
-            }
-            fit.width as usize
-        };
-        pad(&mut line, title_width - width);
-        line.push_str("  ");
-        let runner = runner_str(&task, plan, default_runner);
-        if runner != last_runner {
-            last_runner = runner;
-            last_shown = safe(runner);
-            last_runner_width = chars(&last_shown);
-        }
-        line.push_str(&last_shown);
-        pad(&mut line, runner_width - last_runner_width);
-        line.push_str("  ");
-        if task.dependencies.is_empty() {
-            line.push('-');
-        }
-        for (index, dependency) in task.dependencies.iter().enumerate() {
-            if index > 0 {
-                line.push(',');
-            }
-            match order_of.get(dependency) {
-                Some(&order) => push_number(&mut line, order, 0),
-                None => line.push_str(&safe(dependency)),
-            }
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
-        let failed = matches!(
-            task.status,
-            TaskStatus::Failed
-                | TaskStatus::Cancelled
-                | TaskStatus::Interrupted
-                | TaskStatus::Conflicted
-        );
-        if failed && let Some(verdict) = task.verdict {
-            notes.push(format!(
-                "  #{} {}: {}",
-                task.order,
-                task.status,
-                cut(&safe(&verdict.reason), 100)
-            ));
-        }
-        let Some(used) = usage.get(task.id) else {
-            continue;
-        };
-        if used.input_tokens.is_some() || used.cost_usd.is_some() {
-            reported = true;
-            tokens_in += used.input_tokens.unwrap_or(0);
-            tokens_out += used.output_tokens.unwrap_or(0);
-            cost += used.cost_usd.unwrap_or(0.0);
-            cost_unknown |= used.cost_unknown;
-            notes.push(format!(
-                "  #{} tokens {} in / {} out{}",
-                task.order,
-                used.input_tokens.unwrap_or(0),
-                used.output_tokens.unwrap_or(0),
-                match (used.cost_usd, used.cost_unknown) {
-                    (_, true) => ", cost unknown (a model without a price)".to_owned(),
-                    (Some(c), false) => format!(", ${c:.4}"),
-                    (None, false) => String::new(),
-                }
-            ));
-        }
-        if let Some(budget) = &used.budget {
-            notes.push(format!(
-                "  #{} spent {} (task budget{})",
-                task.order,
-                budget.text,
-                budget
-                    .exceeded
-                    .as_ref()
-                    .map(|l| format!(": over its {l}"))
-                    .unwrap_or_default()
-            ));
-        }
-        if !used.denials.is_empty() {
-            let tools: Vec<Cow<'_, str>> = used.denials.iter().map(|d| safe(&d.tool)).collect();
-            notes.push(format!(
-                "  #{} was refused {} tool call(s): {}",
-                task.order,
-                used.denials.len(),
-                tools.join(", ")
-            ));
-        }
-    }
-    if !notes.is_empty() {
-        writeln!(out)?;
-        for note in notes {
-            writeln!(out, "{note}")?;
-        }
-    }
-    if reported {
-        let cost = if cost_unknown {
-            format!("at least ${cost:.4} (a model's price is unknown)")
-        } else {
-            format!("${cost:.4}")
-        };
-        writeln!(
-            out,
-            "total: tokens {tokens_in} in / {tokens_out} out, {cost}"
-        )?;
-    }
-    Ok(())
-}
-
 mod events;
 mod json;
+mod map;
+mod turns;
 
 pub use events::*;
 pub use json::*;
+pub use map::*;
 
 #[cfg(test)]
 mod tests {
