@@ -499,7 +499,7 @@ impl Store {
     /// What [`Store::plan_outline`] gives, without a `Task` per row (see [`Outline`]):
     /// what `weft status` reads. A damaged row is refused as `plan_outline` refuses it.
     ///
-    /// A plan of 5,000 tasks or more is read by two readers at once, this handle's
+    /// A plan of 3,000 tasks or more is read by two readers at once, this handle's
     /// connection up from the first task and a second connection in another thread down
     /// from the last, and only kept when both read one state of the store (else it is
     /// read again whole); see [`Store::outline_split_from`].

@@ -482,10 +482,16 @@ pub(crate) fn load_outline(
 }
 
 /// Plans from this many tasks on are read by two readers at once. Below it, a second
-/// connection and a thread cost more than they save: on a 2-core VM the second thread
-/// often starts 2-4 ms after it is spawned (its CPU woken from idle), and 3,000 tasks
-/// read in 6.4 ms whole but 7.3-7.8 ms split.
-pub(crate) const SPLIT_FROM: i64 = 5_000;
+/// connection (~0.45 ms to open and read the schema) and a thread cost more than they
+/// save. Measured on a 2-vCPU VM, with the helper started at once (`apart`): 3,000 tasks
+/// 5.1 -> 4.9 ms (map) and 5.1-5.6 -> 4.7-5.2 ms (JSON) split; 2,000 tasks no better
+/// split. (Before `apart`, when the helper often started 2-4 ms late, 3,000 tasks read in
+/// 6.4 ms whole but 7.3-7.8 ms split, and this was 5,000.)
+///
+/// Tried and not kept: opening the second connection ahead, while the command opens its
+/// store, was 0.4-0.6 ms slower at 10,000 tasks (alternated runs; likely the two opens
+/// contending for the WAL index, not looked into further).
+pub(crate) const SPLIT_FROM: i64 = 3_000;
 
 /// The most tasks a split read makes room for up front, each reader (the guess is the
 /// span of positions, which a damaged store could make huge): ~25 MiB of text and
