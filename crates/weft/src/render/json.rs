@@ -74,8 +74,7 @@ impl StatusJson<'_> {
     /// was two thirds of `weft status --json` on 10,000 tasks.
     ///
     /// The tasks are written as [`TasksJson::write_each`] says; from
-    /// [`turns::SPLIT_FROM`] tasks on, by two threads taking
-    /// turns.
+    /// [`turns::SPLIT_FROM`] tasks on, by two threads taking turns.
     pub fn write_fields(&self, sink: &mut impl Write) -> serde_json::Result<()> {
         self.write_fields_split(sink, turns::SPLIT_FROM)
     }
