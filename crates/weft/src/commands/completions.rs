@@ -3,7 +3,7 @@
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use crate::cli::WholeCli;
 use crate::commands::stdout;
 use crate::error::CliResult;
 
@@ -17,7 +17,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let mut command = Cli::command();
+    let mut command = WholeCli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "weft", &mut script);
     stdout(&String::from_utf8_lossy(&script))

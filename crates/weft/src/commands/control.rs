@@ -36,7 +36,8 @@ pub fn print_task(store: &Store, plan_id: &str, reference: &str) -> CliResult {
     print_json(&plan.tasks[index])
 }
 
-/// The `N` argument every per-task control command takes.
+// The `N` argument every per-task control command takes. (Not a doc comment: see
+// `JsonArg`.)
 #[derive(Debug, clap::Args)]
 pub struct TaskArg {
     /// The task: order number, #order, id or id prefix.

@@ -3,7 +3,7 @@
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use crate::cli::WholeCli;
 use crate::commands::stdout;
 use crate::error::{CliError, CliResult};
 
@@ -15,7 +15,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let mut command = Cli::command();
+    let mut command = WholeCli::command();
     command.build();
     let mut name = String::from("weft");
     for part in &args.command {

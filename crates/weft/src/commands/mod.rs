@@ -86,7 +86,9 @@ pub fn stdout(text: &str) -> CliResult {
     }
 }
 
-/// The `--json` flag of every command that reports something.
+// The `--json` flag of every command that reports something. (Not a doc comment: a
+// flattened struct's doc would become the `about` of the command that flattens it, which
+// clap's `defer` applies after the command's own; see `cli::Command`.)
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct JsonArg {
     /// Print the result as JSON on stdout (notes stay on stderr; an error is one line of

@@ -18,7 +18,8 @@ use crate::error::{CliError, CliResult};
 use crate::planner_ui::TerminalPlanner;
 use crate::render::note;
 
-/// Options shared by `weft plan "goal"` and `weft plan revise`.
+// Options shared by `weft plan "goal"` and `weft plan revise`. (Not a doc comment: see
+// `JsonArg`.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct PlannerArgs {
     /// Who plans: openai, claude-code, codex or opencode (default: the `planner` setting).

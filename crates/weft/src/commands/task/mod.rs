@@ -92,8 +92,9 @@ pub fn prompt_from(text: Option<String>, file: Option<PathBuf>) -> CliResult<Opt
     }
 }
 
-/// A task's own limits, as `weft task add`, `weft task edit` and `weft rearm` take them
-/// (`""` clears one; each read by weft-core's one parser, as the workflow file's keys).
+// A task's own limits, as `weft task add`, `weft task edit` and `weft rearm` take them
+// (`""` clears one; each read by weft-core's one parser, as the workflow file's keys).
+// Not a doc comment: see `JsonArg`.
 #[derive(Debug, Default, clap::Args)]
 pub struct LimitArgs {
     /// Wall-clock limit of each attempt, e.g. 30m; replaces the `task_timeout` setting
