@@ -1523,6 +1523,95 @@ fn older_databases_migrate_and_keep_their_data() {
         assert_eq!(views, expected, "from {old_version}");
         assert_eq!(views[2].title, "C", "from {old_version}");
         assert!(store.attempts_of_plan(&plan.id).unwrap().is_empty());
+        drop(store);
+        // The kind's check (changed in place by 10) holds for every connection, and the
+        // store is whole.
+        let conn = Connection::open(state.join(DATABASE_FILE)).unwrap();
+        assert_kind_checked_without_a_scratch_table(&conn, &format!("from {old_version}"));
+    }
+}
+
+/// The connection that changes the kind's check in place (schema 10) uses the new one at
+/// once, and one already open on the store reads it on its next statement.
+#[test]
+fn the_kind_check_changed_in_place_holds_on_the_migrating_connection_and_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(DATABASE_FILE);
+    let conn = Connection::open(&db).unwrap();
+    let migrations = weft_store::migration_sql();
+    for sql in &migrations[..9] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.execute_batch(
+        "INSERT INTO plans (id, goal, status, runner, created_at, updated_at, revision)
+         VALUES ('0123456789abcdef0123456789abcdef', 'g', 'approved', NULL, 1, 1, 1)",
+    )
+    .unwrap();
+    let other = Connection::open(&db).unwrap();
+    let _: i64 = other
+        .query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))
+        .unwrap();
+    conn.execute_batch(&format!("BEGIN; {} COMMIT;", migrations[9]))
+        .unwrap();
+    assert_kind_checked_without_a_scratch_table(&conn, "the migrating connection");
+    assert_kind_checked_without_a_scratch_table(&other, "a connection open before");
+}
+
+/// Schema 10: a task's kind is checked by comparisons, a bad one still refused, and
+/// writing a row builds no ephemeral table (an `IN` list of three did, for every row).
+fn assert_kind_checked_without_a_scratch_table(conn: &Connection, context: &str) {
+    // Rows of their own on every call (ids and positions no other call uses).
+    let base: i64 = conn
+        .query_row(
+            "SELECT coalesce(max(position), 0) + 100 FROM tasks",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok", "{context}");
+    let table: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'tasks'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        table.contains("CHECK (kind = 'ai' OR kind = 'manual' OR kind = 'ops')"),
+        "{context}: {table}"
+    );
+    let insert = "INSERT INTO tasks (plan_id, id, position, title, prompt, kind, steps, checks,
+                                     status, hold)
+                  VALUES ('0123456789abcdef0123456789abcdef', ?1, ?2, 'T', 'p', ?3, '[]', '[]',
+                          'pending', 0)";
+    let opcodes: Vec<String> = conn
+        .prepare(&format!("EXPLAIN {insert}"))
+        .unwrap()
+        .query_map(params!["x", base, "ai"], |r| r.get(1))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        !opcodes.iter().any(|op| op == "OpenEphemeral"),
+        "{context}: {opcodes:?}"
+    );
+    let refused = conn
+        .execute(insert, params![format!("bogus-{base}"), base + 1, "wizard"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("CHECK constraint failed"),
+        "{context}: {refused}"
+    );
+    for (index, kind) in ["ai", "manual", "ops"].iter().enumerate() {
+        conn.execute(
+            insert,
+            params![format!("k{base}-{index}"), base + 2 + index as i64, kind],
+        )
+        .unwrap();
     }
 }
 
