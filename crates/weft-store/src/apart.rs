@@ -3,8 +3,9 @@
 //! and what a caller that splits other work in two can use too ([`spawn`]).
 //!
 //! Why: a helper is only worth its start-up when it runs while the caller does, and the
-//! kernel does not always let it. On the 2-vCPU virtual machines weft is measured on (and
-//! CI runs on), the scheduler packs threads onto as few vCPUs as it can: a new thread was
+//! kernel does not always let it. On the 2-vCPU virtual machine weft was measured on in
+//! 2026-12 (CI's machines have 2 cores too), the scheduler packs threads onto as few vCPUs
+//! as it can: a new thread was
 //! queued on its parent's CPU and ran only when the load balancer moved it, 0.1 to 4 ms
 //! later (up to a scheduler tick), or shared that CPU with its parent meanwhile. The split
 //! read of a 10,000-task outline, 4.0–4.2 ms when the helper ran at once, took 4.3–7.6 ms
@@ -22,8 +23,9 @@
 //!
 //! Contract: best effort, never an error. When the caller may run on one CPU only, when
 //! the affinity cannot be read or set, or on a system without affinity (not Linux), the
-//! helper is spawned as any scoped thread is. The caller's affinity is always what it was
-//! before [`spawn`] once it returns, even if a step failed.
+//! helper is spawned as any scoped thread is. Before [`spawn`] returns, the caller's
+//! affinity is set back to what it was (a mask the kernel accepted a moment before), and
+//! the caller is left on the first CPU, free to move on.
 
 use std::thread::{Scope, ScopedJoinHandle};
 
