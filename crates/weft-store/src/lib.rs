@@ -16,6 +16,7 @@ pub mod apart;
 mod busy;
 mod error;
 mod limits;
+mod lists;
 mod migrations;
 mod outline;
 mod output;

@@ -214,7 +214,7 @@ impl Part {
         within: impl Fn(&'t str) -> Span,
         parsed: impl FnOnce() -> Result<Vec<String>, String>,
     ) -> Result<List, String> {
-        match crate::rows::plain_list_items(text) {
+        match crate::lists::plain_list_items(text) {
             Some(Some(joined)) => Ok(List::Joined(within(joined))),
             Some(None) => Ok(List::Joined(Span::NONE)),
             None => {
@@ -253,10 +253,10 @@ impl Part {
         let effort = optional(row.effort);
         let mode = optional(row.mode);
         let checks = self.list_of(row.checks, within, || {
-            crate::rows::parse_strings(row.checks, "checks list", row.id)
+            crate::lists::parse_strings(row.checks, "checks list", row.id)
         })?;
         let dependencies = self.list_of(row.dependencies, within, || {
-            crate::rows::parse_strings(row.dependencies, "dependencies", row.id)
+            crate::lists::parse_strings(row.dependencies, "dependencies", row.id)
         })?;
         let verdict = match row.verdict {
             Some(verdict) => {
