@@ -41,6 +41,21 @@ pub fn spawn<'scope, 'env, T: Send + 'scope>(
     helper
 }
 
+/// Run `first` on a helper spawned as [`spawn`] does and `second` on the caller, and
+/// return when both have: the fork and join a caller that splits work in two hands to
+/// weft-core (which starts no threads), as `weft plan --file` does to parse a large
+/// workflow file in two halves. A panic of either is raised on the caller once both have
+/// ended.
+pub fn join(first: &mut (dyn FnMut() + Send), second: &mut dyn FnMut()) {
+    std::thread::scope(|scope| {
+        let helper = spawn(scope, first);
+        second();
+        if let Err(panic) = helper.join() {
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
 /// The caller moved off the first CPU it may use; dropping it moves the caller there and
 /// restores its affinity.
 struct Moved {
@@ -142,6 +157,26 @@ mod tests {
                 "the caller was moved to the first CPU: {caller_on_first} of 20"
             );
         });
+    }
+
+    #[test]
+    fn join_runs_both_halves_the_first_on_a_helper_and_raises_its_panic() {
+        let caller = std::thread::current().id();
+        let (mut first_on, mut second_on) = (None, None);
+        join(
+            &mut || first_on = Some(std::thread::current().id()),
+            &mut || second_on = Some(std::thread::current().id()),
+        );
+        assert_eq!(second_on, Some(caller));
+        assert!(first_on.is_some_and(|id| id != caller), "{first_on:?}");
+
+        let mut second_ran = false;
+        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            join(&mut || panic!("the first half"), &mut || second_ran = true);
+        }));
+        let message = raised.unwrap_err();
+        assert_eq!(message.downcast_ref::<&str>(), Some(&"the first half"));
+        assert!(second_ran);
     }
 
     #[test]

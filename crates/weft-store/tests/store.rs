@@ -179,6 +179,7 @@ fn open_or_create_builds_the_state_folder_and_migrates_an_empty_database() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode.to_ascii_lowercase(), "wal");
+    assert_eq!(page_size(&conn), weft_store::NEW_STORE_PAGE_SIZE);
     let before = schema(&conn);
     insta::assert_snapshot!("schema", before);
     assert!(store.plans().unwrap().is_empty());
@@ -1528,7 +1529,46 @@ fn older_databases_migrate_and_keep_their_data() {
         // store is whole.
         let conn = Connection::open(state.join(DATABASE_FILE)).unwrap();
         assert_kind_checked_without_a_scratch_table(&conn, &format!("from {old_version}"));
+        // A store made before the page size changed keeps its pages.
+        assert_eq!(page_size(&conn), 4096, "from {old_version}");
+        assert_dependency_rows_moved(&conn, &format!("from {old_version}"));
     }
+}
+
+/// The dependency rows (schema 11: in a table without a rowid) are all there, and still
+/// cascade from the task they point at.
+fn assert_dependency_rows_moved(conn: &Connection, context: &str) {
+    let sql: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'task_dependencies'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(sql.ends_with("STRICT, WITHOUT ROWID"), "{context}: {sql}");
+    let rows = |conn: &Connection| -> Vec<(String, String, i64)> {
+        conn.prepare("SELECT task_id, depends_on, position FROM task_dependencies ORDER BY task_id, position")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let row = |t: &str, d: &str, p| (t.to_owned(), d.to_owned(), p);
+    assert_eq!(
+        rows(conn),
+        [row("b", "a", 0), row("c", "b", 0), row("c", "a", 1)],
+        "{context}"
+    );
+    conn.execute_batch("PRAGMA foreign_keys = ON; BEGIN; DELETE FROM tasks WHERE id = 'b';")
+        .unwrap();
+    assert_eq!(rows(conn), [row("c", "a", 1)], "{context}");
+    conn.execute_batch("ROLLBACK").unwrap();
+}
+
+fn page_size(conn: &Connection) -> u32 {
+    conn.query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap()
 }
 
 /// The connection that changes the kind's check in place (schema 10) uses the new one at
