@@ -18,6 +18,8 @@ use crate::slug::IdDeriver;
 use crate::spend::Budget;
 use crate::validate::{ValidationErrors, Warning, validate_tasks};
 
+mod halves;
+
 /// A plan as written in a workflow file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -234,6 +236,25 @@ impl WorkflowFile {
                 message: strip_json_position(&e.to_string()),
             }),
         }
+    }
+
+    /// [`WorkflowFile::parse`], with a large TOML file parsed in two halves at once:
+    /// `join(first, second)` must run `first` on another thread and `second` on this one,
+    /// and return when both have. The result is always what [`WorkflowFile::parse`] gives
+    /// (see `halves.rs` for why, and for when the file is parsed whole instead).
+    pub fn parse_in_two(
+        text: &str,
+        format: WorkflowFormat,
+        source_name: &str,
+        join: impl FnOnce(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
+    ) -> Result<WorkflowFile, WorkflowError> {
+        if format == WorkflowFormat::Toml
+            && text.len() >= halves::SPLIT_FROM
+            && let Some(file) = halves::parse(text, join)
+        {
+            return Ok(file);
+        }
+        WorkflowFile::parse(text, format, source_name)
     }
 
     /// Resolve ids and dependency references, then validate the result as a plan.

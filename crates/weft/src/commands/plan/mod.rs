@@ -94,8 +94,9 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
         .or_else(|| WorkflowFormat::from_extension(&source_name))
         .unwrap_or_else(|| WorkflowFormat::sniff(&text));
     let names = ctx.runner_names();
-    let imported = WorkflowFile::parse(&text, format, &source_name)?
-        .into_plan(&source_name, &|r| names.contains(r))?;
+    let imported =
+        WorkflowFile::parse_in_two(&text, format, &source_name, weft_store::apart::join)?
+            .into_plan(&source_name, &|r| names.contains(r))?;
     warnings(&imported.warnings);
     let own = PlanOwn {
         verify: imported.verify,

@@ -1,0 +1,272 @@
+//! A large TOML workflow file parsed in two halves at once ([`WorkflowFile::parse_in_two`]).
+//!
+//! Why: parsing is most of what weft-core does to import a large plan (0.49 s of the
+//! 0.7 s it spends on a 100,000-task file of 48 MB, on the 2-vCPU machine of 2026-12),
+//! and `toml` parses one document on one thread. A workflow file is a preamble (goal,
+//! runner, verify, budget) and then one `[[tasks]]` table after another, so it can be cut
+//! before a `[[tasks]]` header near its middle: the head is a workflow file with the
+//! first tasks, the tail a list of the others, and each is parsed on its own thread.
+//!
+//! The contract: the result is exactly what parsing the whole text gives, or the whole
+//! text is parsed. A cut is used only when all of these hold, and every doubt (no cut, an
+//! error in either half) falls back to [`WorkflowFile::parse`] of the whole text, so a
+//! bad file is refused with the very message, line and column it always was.
+//!
+//! - **The cut is a header.** It is made before a line that reads exactly `[[tasks]]`.
+//!   Such a line can also sit inside a multi-line string or array; then the head ends
+//!   inside that string or array, which TOML refuses, and the file is parsed whole.
+//! - **The head's tasks are an array of tables**, as the tail's header needs them to be:
+//!   the first line that reads `[[tasks]]` is before the cut, and the text before that
+//!   line is a TOML document on its own, so that line is a header too (by the argument
+//!   above). A `tasks = [...]` array in the head would then be a second definition of
+//!   `tasks`, which TOML refuses.
+//! - **The tail holds only tasks.** It is read as a document whose only key is `tasks`,
+//!   with every task's fields checked as in a whole file; a root table after the tasks
+//!   (which a whole file would refuse or treat as a field) fails that read.
+//!
+//! A key of the head cannot be defined again in the tail: the tail's root holds `tasks`
+//! only, and the tasks of the two halves are different tables of one array.
+
+use serde::Deserialize;
+
+use super::{TaskSpec, WorkflowFile};
+
+/// Files smaller than this are parsed whole: a thread's start is not worth it (a file of
+/// 256 KiB is ~550 tasks, parsed in ~3 ms).
+pub(super) const SPLIT_FROM: usize = 256 * 1024;
+
+/// The line a cut is made before.
+const HEADER: &str = "[[tasks]]";
+
+/// The tail of a cut file: tasks only.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tail {
+    tasks: Vec<TaskSpec>,
+}
+
+/// `text` parsed as a head and a tail, `join` running the tail's parse on another thread;
+/// `None` when the text cannot be cut or either half does not parse (the caller then
+/// parses it whole).
+pub(super) fn parse(
+    text: &str,
+    join: impl FnOnce(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
+) -> Option<WorkflowFile> {
+    let first = header_at_or_after(text, 0)?;
+    let cut = header_at_or_after(text, text.len() / 2)?;
+    if first >= cut {
+        return None;
+    }
+    let (head, tail) = text.split_at(cut);
+    let mut tail_tasks: Option<Vec<TaskSpec>> = None;
+    let mut head_file: Option<WorkflowFile> = None;
+    join(
+        &mut || tail_tasks = toml::from_str::<Tail>(tail).ok().map(|t| t.tasks),
+        &mut || {
+            head_file = text[..first]
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|_| toml::from_str::<WorkflowFile>(head).ok());
+        },
+    );
+    let mut file = head_file?;
+    file.tasks.extend(tail_tasks?);
+    Some(file)
+}
+
+/// The offset of the first line at or after `from` that reads exactly `[[tasks]]` (with
+/// a `\n` or `\r\n` after it, or at the end of the text).
+fn header_at_or_after(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while at <= bytes.len() {
+        let start = if at == 0 {
+            0
+        } else {
+            at + memchr::memchr(b'\n', bytes.get(at - 1..)?)?
+        };
+        let line = &bytes[start..];
+        let end = memchr::memchr(b'\n', line).unwrap_or(line.len());
+        let line = line[..end].strip_suffix(b"\r").unwrap_or(&line[..end]);
+        if line == HEADER.as_bytes() {
+            return Some(start);
+        }
+        at = start + end + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::WorkflowFormat;
+
+    fn sequential(first: &mut (dyn FnMut() + Send), second: &mut dyn FnMut()) {
+        second();
+        first();
+    }
+
+    fn threads(first: &mut (dyn FnMut() + Send), second: &mut dyn FnMut()) {
+        std::thread::scope(|scope| {
+            scope.spawn(first);
+            second();
+        });
+    }
+
+    fn whole(text: &str) -> WorkflowFile {
+        WorkflowFile::parse(text, WorkflowFormat::Toml, "f").unwrap()
+    }
+
+    #[test]
+    fn a_header_is_found_only_as_a_whole_line() {
+        let text = "a = 1\n[[tasks]]\nb = \"[[tasks]]\"\n [[tasks]]\n[[tasks]] # c\n[[tasks]]\r\nx\n[[tasks]]";
+        let found: Vec<usize> = std::iter::successors(header_at_or_after(text, 0), |&at| {
+            header_at_or_after(text, at + 1)
+        })
+        .collect();
+        let expected = [
+            text.find("[[tasks]]\nb").unwrap(),
+            text.find("[[tasks]]\r\n").unwrap(),
+            text.rfind("[[tasks]]").unwrap(),
+        ];
+        assert_eq!(found, expected);
+        assert_eq!(header_at_or_after("[[tasks]]\n", 0), Some(0));
+        assert_eq!(header_at_or_after("x[[tasks]]\n", 0), None);
+        assert_eq!(header_at_or_after("", 0), None);
+    }
+
+    #[test]
+    fn a_file_cut_in_two_parses_to_what_the_whole_file_does() {
+        let mut text = String::from("goal = \"g\"\nrunner = \"exec\"\nverify = [\"true\"]\n");
+        for n in 1..=40 {
+            text.push_str(&format!(
+                "[[tasks]]\ntitle = \"t{n}\"\nprompt = \"\"\"\nline\n[[tasks]]\n\"\"\"\ndependencies = [{}]\n",
+                if n > 1 { format!("{}", n - 1) } else { String::new() }
+            ));
+        }
+        for join in [sequential, threads] {
+            assert_eq!(parse(&text, join), Some(whole(&text)));
+        }
+    }
+
+    /// Each of these would parse in two halves where the whole file is refused, or parse
+    /// to something else; each is parsed whole instead.
+    #[test]
+    fn a_cut_that_could_change_the_meaning_is_not_used() {
+        let tasks = |from: usize, to: usize| -> String {
+            (from..to)
+                .map(|n| format!("[[tasks]]\ntitle = \"t{n}\"\nprompt = \"p\"\n"))
+                .collect()
+        };
+        let cases = [
+            // The head's tasks are a static array, the tail appends to it.
+            format!(
+                "goal = \"g\"\ntasks = [{{ title = \"a\", prompt = \"p\" }}, {{ title = \"b\", prompt = \"p\" }}, {{ title = \"c\", prompt = \"p\" }}, {{ title = \"d\", prompt = \"p\" }}]\n{}",
+                tasks(0, 2)
+            ),
+            // The first `[[tasks]]` line is inside the goal; the tasks are a static array.
+            format!(
+                "goal = \"\"\"\n[[tasks]]\n\"\"\"\ntasks = [{{ title = \"a\", prompt = \"p\" }}, {{ title = \"b\", prompt = \"p\" }}]\n{}",
+                tasks(0, 2)
+            ),
+            // A root table after the tasks.
+            format!("goal = \"g\"\n{}[budget]\nx = 1\n", tasks(0, 8)),
+            // A root key defined twice, once in each half.
+            format!("goal = \"g\"\n{}[tasks.x]\ny = 1\n", tasks(0, 8)),
+            // The cut line is inside a multi-line string that runs past the middle.
+            format!(
+                "goal = \"g\"\n{}[[tasks]]\ntitle = \"long\"\nprompt = \"\"\"\n{}\n[[tasks]]\n\"\"\"\n",
+                tasks(0, 2),
+                "x\n".repeat(200)
+            ),
+        ];
+        for text in &cases {
+            let parsed = parse(text, sequential);
+            let whole = WorkflowFile::parse(text, WorkflowFormat::Toml, "f");
+            match (&parsed, &whole) {
+                (None, _) => {}
+                (Some(p), Ok(w)) => assert_eq!(p, w, "{text}"),
+                (Some(_), Err(e)) => panic!("cut parsed where the whole is refused ({e}):\n{text}"),
+            }
+        }
+        // The string that runs past the middle: the whole file is fine, the cut is not used.
+        assert_eq!(parse(&cases[4], sequential), None);
+        assert!(WorkflowFile::parse(&cases[4], WorkflowFormat::Toml, "f").is_ok());
+    }
+
+    mod property {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A task of a workflow file.
+        fn task() -> impl Strategy<Value = String> {
+            prop_oneof![
+                6 => (0u8..200).prop_map(|n| format!("[[tasks]]\ntitle = \"t{n}\"\nprompt = \"p\"\n")),
+                1 => Just("[[tasks]]\ntitle = \"m\"\nprompt = \"\"\"\n[[tasks]]\ntitle = \"x\"\n\"\"\"\n".to_owned()),
+                1 => Just("[[tasks]]\ntitle = \"l\"\nprompt = '''\n[[tasks]]\n'''\n".to_owned()),
+                1 => Just("[[tasks]]\ntitle = \"a\"\nchecks = [\n\"true\",\n]\n".to_owned()),
+                1 => Just("[[tasks]]\r\ntitle = \"crlf\"\r\nprompt = \"p\"\r\n".to_owned()),
+                1 => Just("# [[tasks]]\n".to_owned()),
+            ]
+        }
+
+        /// What a cut must not be fooled by.
+        fn trap() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("checks = [\n[[tasks]]\n]\n".to_owned()),
+                Just("[budget]\nx = 1\n".to_owned()),
+                Just("[tasks.x]\ny = 1\n".to_owned()),
+                Just("[[tasks.x]]\n".to_owned()),
+                Just("title = \"again\"\n".to_owned()),
+                Just("[tasks]\n".to_owned()),
+                Just("[[tasks]]\n".to_owned()),
+                Just("prompt = \"\"\"\n".to_owned()),
+                Just("\"\"\"\n".to_owned()),
+                Just("goal = \"again\"\n".to_owned()),
+                Just("tasks = []\n".to_owned()),
+            ]
+        }
+
+        fn preamble() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => Just("goal = \"g\"\n".to_owned()),
+                1 => Just("goal = \"\"\"\n[[tasks]]\n\"\"\"\n".to_owned()),
+                1 => Just("goal = \"g\"\ntasks = [{ title = \"s\", prompt = \"p\" }]\n".to_owned()),
+                1 => Just("goal = \"\"\"\n[[tasks]]\n\"\"\"\ntasks = [{ title = \"s\", prompt = \"p\" }]\n".to_owned()),
+                1 => Just("goal = \"g\"\nverify = [\n\"true\",\n]\nbudget_usd = 2.5\n".to_owned()),
+                1 => Just(String::new()),
+            ]
+        }
+
+        /// A preamble, tasks, and at most two traps among them.
+        fn file() -> impl Strategy<Value = String> {
+            (
+                preamble(),
+                proptest::collection::vec(task(), 0..16),
+                proptest::collection::vec((any::<proptest::sample::Index>(), trap()), 0..3),
+            )
+                .prop_map(|(preamble, mut pieces, traps)| {
+                    for (at, trap) in traps {
+                        let at = at.index(pieces.len() + 1);
+                        pieces.insert(at, trap);
+                    }
+                    preamble + &pieces.concat()
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// Whatever the file, a cut parse is what the whole parse gives, or is not used.
+            #[test]
+            fn a_cut_parse_is_the_whole_parse_or_nothing(text in file()) {
+                let whole = WorkflowFile::parse(&text, WorkflowFormat::Toml, "f");
+                match (parse(&text, sequential), whole) {
+                    (None, _) => {}
+                    (Some(cut), Ok(whole)) => prop_assert_eq!(cut, whole),
+                    (Some(cut), Err(e)) => prop_assert!(false, "cut {cut:?} where the whole is refused: {e}\n{text}"),
+                }
+            }
+        }
+    }
+}
