@@ -3,7 +3,7 @@
 //! Dependencies may only point at earlier tasks, so a valid plan is acyclic by
 //! construction and its order is always a valid execution order.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::fmt;
 
 use thiserror::Error;

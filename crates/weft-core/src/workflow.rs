@@ -4,7 +4,7 @@
 //! writes; run state (status, verdicts) is not part of it, so an export imports back into
 //! the same plan definition.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::fmt;
 
 use schemars::JsonSchema;

@@ -94,15 +94,18 @@ pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
                 .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
         ])?;
     }
-    let mut insert_dependency = conn.prepare_cached(
+    // The rows from the lists just written, in one statement: one `execute` per
+    // dependency (bind four values, step, reset) was a quarter of writing them, 290 of
+    // the 1,000 ms that the rows of a 100,000-task plan with ~145,000 dependencies took;
+    // this is 220. Ids are plain ASCII (weft-core's `id_problem`), and `json_each` reads
+    // back exactly what `to_json` wrote, in order (`key` is the position).
+    conn.prepare_cached(
         "INSERT INTO task_dependencies (plan_id, task_id, depends_on, position)
-         VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for task in &plan.tasks {
-        for (position, dependency) in task.dependencies.iter().enumerate() {
-            insert_dependency.execute(params![plan.id, task.id, dependency, position as i64])?;
-        }
-    }
+         SELECT t.plan_id, t.id, d.value, d.key
+           FROM tasks t, json_each(t.dependencies) d
+          WHERE t.plan_id = ?1 AND t.dependencies <> '[]'",
+    )?
+    .execute([&plan.id])?;
     Ok(())
 }
 

@@ -1664,22 +1664,31 @@ fn creating_a_plan_keeps_its_dependencies_whole_and_the_foreign_keys_on_afterwar
     let mut store = create(&dir);
     let mut b = ai_task("b");
     b.dependencies = vec!["a".into()];
+    let mut c = ai_task("c.2_x");
+    c.dependencies = vec!["b".into(), "a".into()];
     let plan = store
-        .create_plan(draft("g", vec![ai_task("a"), b]), 1)
+        .create_plan(draft("g", vec![ai_task("a"), b, c]), 1)
         .unwrap();
     let mut dangling = ai_task("c");
     dangling.dependencies = vec!["ghost".into()];
     let refused = store.create_plan(draft("g", vec![dangling]), 2);
     assert!(refused.is_err(), "a dependency on no task is refused");
     let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
-    let rows: Vec<(String, String)> = conn
-        .prepare("SELECT task_id, depends_on FROM task_dependencies WHERE plan_id = ?1")
+    let rows: Vec<(String, String, i64)> = conn
+        .prepare(
+            "SELECT task_id, depends_on, position FROM task_dependencies WHERE plan_id = ?1
+             ORDER BY task_id, position",
+        )
         .unwrap()
-        .query_map([&plan.id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([&plan.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(rows, [("b".to_owned(), "a".to_owned())]);
+    let row = |t: &str, d: &str, p| (t.to_owned(), d.to_owned(), p);
+    assert_eq!(
+        rows,
+        [row("b", "a", 0), row("c.2_x", "b", 0), row("c.2_x", "a", 1)]
+    );
     let plans: i64 = conn
         .query_row("SELECT COUNT(*) FROM plans", [], |r| r.get(0))
         .unwrap();
