@@ -52,12 +52,21 @@ impl Handoff {
         state_dir: &Path,
         repos: &[String],
     ) -> Result<Handoff, EngineError> {
-        let run = store.open_run(plan_id)?.ok_or_else(|| {
-            refuse(
-                "this plan has no run to hand off",
-                "run it first with `weft run`",
-            )
-        })?;
+        let Some(run) = store.open_run(plan_id)? else {
+            // Said apart from "never ran": a merge killed after it had finished (its
+            // journal gone, the run recorded handed off) is run again by a person who
+            // does not know it finished.
+            return Err(match store.latest_run(plan_id)? {
+                Some(last) => refuse(
+                    format!("this plan's last run, {}, was already handed off", last.id),
+                    "there is nothing left to review or merge; `weft run` starts a new run",
+                ),
+                None => refuse(
+                    "this plan has no run to hand off",
+                    "run it first with `weft run`",
+                ),
+            });
+        };
         let (Some(base), Some(branch)) = (run.base_ref.clone(), run.integration_branch.clone())
         else {
             return Err(refuse(

@@ -196,12 +196,21 @@ impl Store {
 
     /// The plan's open run (not handed off), if any.
     pub fn open_run(&self, plan_id: &str) -> Result<Option<Run>, StoreError> {
+        self.latest_run_where(plan_id, "AND status != 'handed_off'")
+    }
+
+    /// The plan's latest run, open or handed off, if it ever ran.
+    pub fn latest_run(&self, plan_id: &str) -> Result<Option<Run>, StoreError> {
+        self.latest_run_where(plan_id, "")
+    }
+
+    fn latest_run_where(&self, plan_id: &str, condition: &str) -> Result<Option<Run>, StoreError> {
         let sql = self.mapper();
         let row = self
             .conn
             .query_row(
                 &format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE plan_id = ?1 AND status != 'handed_off'
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE plan_id = ?1 {condition}
                      ORDER BY started_at DESC LIMIT 1"
                 ),
                 [plan_id],

@@ -476,7 +476,11 @@ fn handoff_under_kills(
         }
     }
     let out = space.handoff(&["--yes"], None).output().unwrap();
-    if !out.status.success() {
+    // A merge killed after it had finished (the run recorded handed off, the journal
+    // gone), at a random moment as weft was exiting, leaves nothing to merge: the last
+    // merge says so, and the checkout must be the merged one.
+    let already = text(&out.stderr).contains("was already handed off");
+    if !out.status.success() && !already {
         return Err(format!("the last merge failed: {}", text(&out.stderr)));
     }
     check_merged(space, &before.0, &files)

@@ -21,6 +21,25 @@ fn run_id(weft: &Weft) -> String {
 }
 
 #[test]
+fn a_handoff_of_a_plan_that_never_ran_is_refused_with_how_to_run_it() {
+    let weft = Weft::with_agents();
+    diamond(&weft, &[]);
+    for step in ["review", "merge"] {
+        let refused = weft.fails(&["handoff", step], 1);
+        assert!(
+            refused.stderr.contains("this plan has no run to hand off"),
+            "{}",
+            refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("run it first with `weft run`"),
+            "{}",
+            refused.stderr
+        );
+    }
+}
+
+#[test]
 fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
     let weft = Weft::with_agents();
     // join only passes if both sides already landed in the tip its worktree was cut from.
@@ -80,12 +99,26 @@ fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
             .trim(),
         format!("weft/{run}/integration")
     );
-    let again = weft.fails(&["handoff", "review"], 1);
-    assert!(
-        again.stderr.contains("no run to hand off"),
-        "{}",
-        again.stderr
-    );
+    // Asked again (say, by a person whose merge was killed after it had finished), it
+    // says the run was handed off, not that the plan never ran.
+    for step in ["review", "merge"] {
+        let again = weft.fails(
+            &["handoff", step, "--yes"][..if step == "merge" { 3 } else { 2 }],
+            1,
+        );
+        assert!(
+            again.stderr.contains(&format!(
+                "this plan's last run, {run}, was already handed off"
+            )),
+            "{}",
+            again.stderr
+        );
+        assert!(
+            again.stderr.contains("nothing left to review or merge"),
+            "{}",
+            again.stderr
+        );
+    }
 }
 
 #[test]
