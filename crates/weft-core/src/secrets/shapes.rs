@@ -330,11 +330,18 @@ fn scan_from(hay: &Hay<'_>, pos: &mut usize, spans: &mut Vec<Span>) -> Option<(O
     let buf = hay.buf;
     let mut triggers = Triggers::new(buf);
     while let Some((pattern, at, end)) = triggers.find(*pos) {
-        let next = match detect(hay, at, end - at, TRIGGERS[pattern].1) {
-            Found::Skip(next) => next,
-            Found::Span(span, next) => {
-                spans.push(span);
-                next
+        let kind = TRIGGERS[pattern].1;
+        let next = match detect(hay, at, end - at, kind) {
+            Found::Skip(next) => before_pem(buf, end, next, kind),
+            Found::Span(mut span, next) => {
+                let cut = before_pem(buf, end, next, kind);
+                if cut < next {
+                    span.end = span.end.min(cut);
+                }
+                if span.end > span.start {
+                    spans.push(span);
+                }
+                cut
             }
             Found::Open(open) => {
                 // If this candidate turns out not to be one, the search goes on after its
@@ -348,6 +355,31 @@ fn scan_from(hay: &Hay<'_>, pos: &mut usize, spans: &mut Vec<Span>) -> Option<(O
     }
     None
 }
+
+/// Where the trigger search goes on after a shape whose trigger ends at `from` and which
+/// says to go on at `next`: at the first PEM BEGIN line between the two, if there is one.
+///
+/// Why: `-` is a byte of tokens, JWTs and names, so a token, a JWT or a would-be name
+/// written right before a private key reads on into its `-----BEGIN` (up to the space),
+/// and the search went on after it: the key's BEGIN line was never looked at and its
+/// body came out whole (`eyJ….…-----BEGIN RSA PRIVATE KEY-----`, or an END line then a
+/// BEGIN line, where `KEY-----…-----BEGIN` reads as a name). Now the other shape's mask
+/// ends where the BEGIN line starts, and the key is looked at. A PEM key's own body is
+/// left whole: a BEGIN line inside it does not end its mask.
+fn before_pem(buf: &[u8], from: usize, next: usize, kind: Kind) -> usize {
+    if kind == Kind::Pem || next <= from {
+        return next;
+    }
+    // A BEGIN line starting before `next` may end after it (the other shape stops at
+    // its space).
+    let window = &buf[from..(next + PEM_BEGIN.len() - 1).min(buf.len())];
+    match memchr::memmem::find(window, PEM_BEGIN) {
+        Some(i) if from + i < next => from + i,
+        _ => next,
+    }
+}
+
+const PEM_BEGIN: &[u8] = b"-----BEGIN ";
 
 /// A JWT's mask starts at its trigger: a trailing `e` or `ey` is held.
 fn partial_jwt(hay: &Hay<'_>) -> Option<(Open, usize)> {

@@ -120,6 +120,51 @@ fn url_passwords_keep_scheme_user_and_host() {
     }
 }
 
+/// A shape whose bytes read on into a private key's `-----BEGIN` (a JWT, a token, an END
+/// line then a BEGIN line, where `KEY-----…` reads as a name) does not hide the key:
+/// whole and streamed at every cut, its body is masked.
+#[test]
+fn a_private_key_right_after_another_shape_is_still_masked() {
+    let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecret\n-----END RSA PRIVATE KEY-----";
+    let cases = [
+        (
+            format!("{JWT}{key}"),
+            format!("****{}", key.replace("MIIEsecret", "****")),
+        ),
+        (
+            format!("{GHP}{key}"),
+            format!("ghp_****{}", key.replace("MIIEsecret", "****")),
+        ),
+        (
+            format!("{key}{key}"),
+            key.replace("MIIEsecret", "****").repeat(2),
+        ),
+        (
+            format!("-----END RSA PRIVATE KEY-----x{key}"),
+            format!(
+                "-----END RSA PRIVATE KEY-----x{}",
+                key.replace("MIIEsecret", "****")
+            ),
+        ),
+    ];
+    let masker = Masker::default();
+    for (text, expected) in &cases {
+        assert_eq!(shapes(text), *expected, "whole: {text}");
+        let bytes = text.as_bytes();
+        for cut in 1..bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(stream(&masker, &[a, b]), *expected, "cut at {cut}: {text}");
+        }
+    }
+    // A key's body keeps its mask whole when a BEGIN line is inside it.
+    let nested =
+        "-----BEGIN RSA PRIVATE KEY-----\nab-----BEGIN x\ncd\n-----END RSA PRIVATE KEY-----";
+    assert_eq!(
+        shapes(nested),
+        "-----BEGIN RSA PRIVATE KEY-----\n****\n-----END RSA PRIVATE KEY-----"
+    );
+}
+
 #[test]
 fn pem_bodies_are_masked_between_their_marker_lines() {
     let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabcd\n-----END RSA PRIVATE KEY-----\ny";
