@@ -184,6 +184,27 @@ pub fn validate_tasks(
     plan_runner: Option<&str>,
     known_runner: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Warning>, ValidationErrors> {
+    validate_tasks_in_two(
+        tasks,
+        plan_runner,
+        known_runner,
+        tasks.len(),
+        crate::workflow::one_thread,
+    )
+}
+
+/// [`validate_tasks`], the tasks before `half` checked on this thread and the others on
+/// another (`join` runs its first on another thread, its second on this one, and returns
+/// when both have). The problems are the same, in the same order: the repeated ids
+/// first (found in one pass), then each task's in plan order, the first
+/// `LISTED_PROBLEMS` listed and the rest counted.
+pub(crate) fn validate_tasks_in_two(
+    tasks: &[Task],
+    plan_runner: Option<&str>,
+    known_runner: &dyn Fn(&str) -> bool,
+    half: usize,
+    join: impl FnOnce(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
+) -> Result<Vec<Warning>, ValidationErrors> {
     let mut found = Found::default();
     let mut first_index: HashMap<&str, usize> = HashMap::with_capacity(tasks.len());
     for (index, task) in tasks.iter().enumerate() {
@@ -197,8 +218,26 @@ pub fn validate_tasks(
             first_index.insert(&task.id, index);
         }
     }
-    for (index, task) in tasks.iter().enumerate() {
-        check_task(index, task, &first_index, tasks, &mut found);
+    let half = half.min(tasks.len());
+    let (mut head, mut tail) = (Found::default(), Found::default());
+    let first_index = &first_index;
+    join(
+        &mut || {
+            for (index, task) in tasks.iter().enumerate().skip(half) {
+                check_task(index, task, first_index, tasks, &mut tail);
+            }
+        },
+        &mut || {
+            for (index, task) in tasks.iter().enumerate().take(half) {
+                check_task(index, task, first_index, tasks, &mut head);
+            }
+        },
+    );
+    for part in [head, tail] {
+        for error in part.errors {
+            found.push(error);
+        }
+        found.more += part.more;
     }
     if !found.errors.is_empty() {
         return Err(ValidationErrors {

@@ -13,10 +13,10 @@ use thiserror::Error;
 
 use crate::Hint;
 use crate::limits::{self, LimitValue, TaskLimits};
-use crate::model::{Task, TaskKind, order_of};
+use crate::model::{Task, TaskKind};
 use crate::slug::IdDeriver;
 use crate::spend::Budget;
-use crate::validate::{ValidationErrors, Warning, validate_tasks};
+use crate::validate::{ValidationErrors, Warning};
 
 mod halves;
 
@@ -263,6 +263,33 @@ impl WorkflowFile {
         source_name: &str,
         known_runner: &dyn Fn(&str) -> bool,
     ) -> Result<ImportedPlan, WorkflowError> {
+        self.into_plan_split(source_name, known_runner, one_thread, usize::MAX)
+    }
+
+    /// [`WorkflowFile::into_plan`], with each half of the tasks made and checked on its
+    /// own thread: `join` as for [`WorkflowFile::parse_in_two`]. The ids are given in
+    /// order on this thread first (a derived id depends on every id before it); then
+    /// each half's tasks are built (limits read, dependencies resolved) and checked
+    /// against every rule, and the problems of both are listed in plan order, exactly
+    /// as one thread would list them.
+    pub fn into_plan_in_two(
+        self,
+        source_name: &str,
+        known_runner: &dyn Fn(&str) -> bool,
+        join: impl Fn(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
+    ) -> Result<ImportedPlan, WorkflowError> {
+        self.into_plan_split(source_name, known_runner, join, halves::SPLIT_TASKS_FROM)
+    }
+
+    /// Split in two halves from `split_from` tasks on; [`WorkflowFile::into_plan`] is the
+    /// one that never splits, which the property tests hold the split one equal to.
+    fn into_plan_split(
+        self,
+        source_name: &str,
+        known_runner: &dyn Fn(&str) -> bool,
+        join: impl Fn(&mut (dyn FnMut() + Send), &mut dyn FnMut()),
+        split_from: usize,
+    ) -> Result<ImportedPlan, WorkflowError> {
         if self.goal.trim().is_empty() {
             return Err(WorkflowError::EmptyGoal {
                 source_name: source_name.to_owned(),
@@ -283,57 +310,52 @@ impl WorkflowFile {
                 None => deriver.derive(&spec.title),
             })
             .collect();
+        drop(deriver);
         // Looked up once per dependency: a scan of `ids` each time made importing
         // 100,000 tasks take half a minute.
         let known: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let budget = plan_budget(self.budget_usd, self.budget_tokens, source_name)?;
-        let task_limits: Vec<TaskLimits> = self
-            .tasks
-            .iter()
-            .zip(&ids)
-            .enumerate()
-            .map(|(index, (spec, id))| {
-                spec.limits().map_err(|p| {
-                    bad_limit(source_name, Some(format!("#{} {id:?}", order_of(index))), p)
-                })
-            })
-            .collect::<Result<_, _>>()?;
-
-        let tasks: Vec<Task> = self
-            .tasks
-            .into_iter()
-            .zip(&ids)
-            .enumerate()
-            .map(|(index, (spec, id))| {
-                let mut task = Task::new(id.clone(), spec.title);
-                task.order = order_of(index);
-                task.description = spec.description.filter(|d| !d.is_empty());
-                task.prompt = spec.prompt.unwrap_or_default();
-                task.dependencies = spec
-                    .dependencies
-                    .iter()
-                    .map(|d| resolve_file_dependency(d, &ids, &known))
-                    .collect();
-                task.runner = spec.runner.filter(|v| !v.is_empty());
-                task.model = spec.model.filter(|v| !v.is_empty());
-                task.effort = spec.effort.filter(|v| !v.is_empty());
-                task.mode = spec.mode.filter(|v| !v.is_empty());
-                task.kind = spec.kind.unwrap_or_default();
-                task.command = spec.command;
-                task.steps = spec.steps;
-                task.checks = spec.checks;
-                task.limits = task_limits[index];
-                task
-            })
-            .collect();
-        let runner = self.runner.filter(|r| !r.is_empty());
-        let warnings =
-            validate_tasks(&tasks, runner.as_deref(), known_runner).map_err(|errors| {
-                WorkflowError::Invalid {
-                    source_name: source_name.to_owned(),
-                    errors,
+        let mut head = self.tasks;
+        let half = if head.len() >= split_from {
+            head.len() / 2
+        } else {
+            head.len()
+        };
+        let tail = head.split_off(half);
+        let (ids, known) = (&ids, &known);
+        let (mut head_tasks, mut tail_tasks) = (None, None);
+        let mut tail = Some(tail);
+        let mut head = Some(head);
+        join(
+            &mut || {
+                if let Some(tail) = tail.take() {
+                    tail_tasks = Some(halves::tasks_from(tail, half, ids, known, source_name));
                 }
-            })?;
+            },
+            &mut || {
+                if let Some(head) = head.take() {
+                    head_tasks = Some(halves::tasks_from(head, 0, ids, known, source_name));
+                }
+            },
+        );
+        let (Some(head_tasks), Some(tail_tasks)) = (head_tasks, tail_tasks) else {
+            unreachable!("`join` runs both halves before it returns")
+        };
+        // A bad limit is refused for the first task that has one, as in one pass.
+        let mut tasks = head_tasks?;
+        tasks.append(&mut tail_tasks?);
+        let runner = self.runner.filter(|r| !r.is_empty());
+        let warnings = crate::validate::validate_tasks_in_two(
+            &tasks,
+            runner.as_deref(),
+            known_runner,
+            half,
+            join,
+        )
+        .map_err(|errors| WorkflowError::Invalid {
+            source_name: source_name.to_owned(),
+            errors,
+        })?;
         Ok(ImportedPlan {
             goal: self.goal,
             runner,
@@ -503,6 +525,12 @@ fn plan_budget(
 
 /// Order numbers (`3`, `"3"`, `"#3"`) become the id at that position; anything else is
 /// taken as an id and left for validation to judge.
+/// A `join` that runs both on this thread, one after the other.
+pub fn one_thread(first: &mut (dyn FnMut() + Send), second: &mut dyn FnMut()) {
+    first();
+    second();
+}
+
 fn resolve_file_dependency(
     dependency: &DependencyRef,
     ids: &[String],

@@ -1192,3 +1192,115 @@ impl Defect {
         Defect::MissingCommand,
     ];
 }
+
+/// A fault put into one task of a large file, for the split import's property.
+#[derive(Debug, Clone)]
+enum Fault {
+    BadTimeout,
+    DuplicateId,
+    LaterDependency,
+    UnknownDependency,
+    SelfDependency,
+    EmptyTitle,
+    EmptyPrompt,
+}
+
+fn fault() -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        Just(Fault::BadTimeout),
+        Just(Fault::DuplicateId),
+        Just(Fault::LaterDependency),
+        Just(Fault::UnknownDependency),
+        Just(Fault::SelfDependency),
+        Just(Fault::EmptyTitle),
+        Just(Fault::EmptyPrompt),
+    ]
+}
+
+/// `tasks` tasks, each depending on the one before (by order number, by `#n` or by id),
+/// a few with ids of their own, and `faults` at the given places.
+fn large_file(tasks: usize, faults: &[(proptest::sample::Index, Fault)]) -> WorkflowFile {
+    use weft_core::workflow::{DependencyRef, TaskSpec};
+    let mut specs: Vec<TaskSpec> = (1..=tasks)
+        .map(|n| {
+            let id = (n % 7 == 0).then(|| format!("own-{n}"));
+            let dependencies = match n {
+                1 => vec![],
+                _ if n % 3 == 0 => vec![DependencyRef::Order(n as u64 - 1)],
+                _ if n % 3 == 1 => vec![DependencyRef::Id(format!("#{}", n - 1))],
+                _ => vec![
+                    DependencyRef::Id(format!("own-{}", n - 1)),
+                    DependencyRef::Order(1),
+                ],
+            };
+            TaskSpec {
+                id,
+                title: format!("Task {}", n % 500),
+                description: None,
+                prompt: Some(format!("do {n}")),
+                dependencies,
+                runner: None,
+                model: None,
+                effort: None,
+                mode: None,
+                kind: None,
+                command: None,
+                steps: vec![],
+                checks: vec![],
+                timeout: (n % 11 == 0).then(|| "30m".to_owned()),
+                idle_timeout: None,
+                budget_usd: None,
+                budget_tokens: None,
+            }
+        })
+        .collect();
+    for (at, fault) in faults {
+        let at = at.index(tasks);
+        let spec = &mut specs[at];
+        match fault {
+            Fault::BadTimeout => spec.timeout = Some("soon".to_owned()),
+            Fault::DuplicateId => spec.id = Some("own-7".to_owned()),
+            Fault::LaterDependency => {
+                spec.dependencies.push(DependencyRef::Order(tasks as u64));
+            }
+            Fault::UnknownDependency => spec.dependencies.push(DependencyRef::Id("ghost".into())),
+            Fault::SelfDependency => spec.dependencies.push(DependencyRef::Order(at as u64 + 1)),
+            Fault::EmptyTitle => spec.title = " ".to_owned(),
+            Fault::EmptyPrompt => spec.prompt = None,
+        }
+    }
+    WorkflowFile {
+        goal: "g".to_owned(),
+        runner: Some("exec".to_owned()),
+        verify: vec![],
+        budget_usd: None,
+        budget_tokens: None,
+        tasks: specs,
+    }
+}
+
+fn two_threads(first: &mut (dyn FnMut() + Send), second: &mut dyn FnMut()) {
+    std::thread::scope(|scope| {
+        scope.spawn(first);
+        second();
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A large file made into a plan in two halves on two threads gives what one thread
+    /// gives: the same tasks, or the same refusal (the first bad limit; the same problems
+    /// in the same order, as many listed and as many counted).
+    #[test]
+    fn a_plan_made_in_two_halves_is_the_plan_made_in_one(
+        tasks in 1_990usize..2_200,
+        faults in proptest::collection::vec((any::<proptest::sample::Index>(), fault()), 0..80),
+        clean in proptest::bool::weighted(0.25),
+    ) {
+        let file = large_file(tasks, if clean { &[] } else { &faults });
+        let one = file.clone().into_plan("plan", &every_runner);
+        let two = file.into_plan_in_two("plan", &every_runner, two_threads);
+        prop_assert_eq!(two, one);
+    }
+}

@@ -26,10 +26,17 @@
 //!
 //! A key of the head cannot be defined again in the tail: the tail's root holds `tasks`
 //! only, and the tasks of the two halves are different tables of one array.
+//!
+//! The file's tasks are then made into a plan's in two halves too
+//! ([`WorkflowFile::into_plan_in_two`], [`tasks_from`]): the ids first, in order, on one
+//! thread (a derived id depends on every id before it), then each half's tasks built and
+//! checked on its own thread (0.11 of the 0.17 s that turning 100,000 specs into checked
+//! tasks took).
 
 use serde::Deserialize;
 
-use super::{TaskSpec, WorkflowFile};
+use super::{HashSet, TaskSpec, WorkflowError, WorkflowFile, bad_limit, resolve_file_dependency};
+use crate::model::{Task, order_of};
 
 /// Files smaller than this are parsed whole: a thread's start is not worth it (a file of
 /// 256 KiB is ~550 tasks, parsed in ~3 ms).
@@ -94,6 +101,50 @@ fn header_at_or_after(text: &str, from: usize) -> Option<usize> {
         at = start + end + 1;
     }
     None
+}
+
+/// Plans smaller than this are made and checked on one thread.
+pub(super) const SPLIT_TASKS_FROM: usize = 2_000;
+
+/// The tasks of `specs`, the first of them at `offset` in the plan: ids from `ids`,
+/// dependencies resolved, limits read (the first bad one refused).
+pub(super) fn tasks_from(
+    specs: Vec<TaskSpec>,
+    offset: usize,
+    ids: &[String],
+    known: &HashSet<&str>,
+    source_name: &str,
+) -> Result<Vec<Task>, WorkflowError> {
+    specs
+        .into_iter()
+        .zip(&ids[offset..])
+        .enumerate()
+        .map(|(at, (spec, id))| {
+            let index = offset + at;
+            let limits = spec.limits().map_err(|p| {
+                bad_limit(source_name, Some(format!("#{} {id:?}", order_of(index))), p)
+            })?;
+            let mut task = Task::new(id.clone(), spec.title);
+            task.order = order_of(index);
+            task.description = spec.description.filter(|d| !d.is_empty());
+            task.prompt = spec.prompt.unwrap_or_default();
+            task.dependencies = spec
+                .dependencies
+                .iter()
+                .map(|d| resolve_file_dependency(d, ids, known))
+                .collect();
+            task.runner = spec.runner.filter(|v| !v.is_empty());
+            task.model = spec.model.filter(|v| !v.is_empty());
+            task.effort = spec.effort.filter(|v| !v.is_empty());
+            task.mode = spec.mode.filter(|v| !v.is_empty());
+            task.kind = spec.kind.unwrap_or_default();
+            task.command = spec.command;
+            task.steps = spec.steps;
+            task.checks = spec.checks;
+            task.limits = limits;
+            Ok(task)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -96,7 +96,11 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     let names = ctx.runner_names();
     let imported =
         WorkflowFile::parse_in_two(&text, format, &source_name, weft_store::apart::join)?
-            .into_plan(&source_name, &|r| names.contains(r))?;
+            .into_plan_in_two(
+                &source_name,
+                &|r| names.contains(r),
+                weft_store::apart::join,
+            )?;
     warnings(&imported.warnings);
     let own = PlanOwn {
         verify: imported.verify,
