@@ -115,17 +115,6 @@ pub struct PlanOwn {
 /// address space, not memory: only the pages read are touched.
 pub(crate) const READ_PRAGMAS: &str = "PRAGMA mmap_size = 268435456;";
 
-/// The page size of a store this weft creates (SQLite's default is 4 KiB). Bigger pages
-/// mean fewer of them to write, seek and copy: a 100,000-task import writes ~27,800 pages
-/// of 4 KiB three times (to the WAL, then from it into the database at the checkpoint)
-/// and took 2.63 s; with 16 KiB pages it took 2.46 s, and `weft status` on 10,000 tasks
-/// read its outline 0.2 ms faster. Pages of 32 and 64 KiB gained little more for the
-/// import, and every small write (a task's status) copies whole pages into the WAL.
-/// SQLite fixes the size when the first table is made: a store made by an earlier weft
-/// keeps its 4 KiB pages (changing them means a `VACUUM` of the whole file outside WAL
-/// mode, which no migration does).
-pub const NEW_STORE_PAGE_SIZE: u32 = 16384;
-
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
@@ -261,13 +250,6 @@ impl Store {
                 found: version,
                 known: SCHEMA_VERSION,
             });
-        }
-        if version == 0 {
-            // Before WAL mode and the first table, the only moment SQLite lets it change;
-            // on a database that already has pages it is a no-op.
-            self.conn
-                .execute_batch(&format!("PRAGMA page_size = {NEW_STORE_PAGE_SIZE};"))
-                .map_err(|e| self.sqlite(e))?;
         }
         self.use_wal()?;
         if version < SCHEMA_VERSION {

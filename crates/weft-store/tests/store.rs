@@ -179,7 +179,6 @@ fn open_or_create_builds_the_state_folder_and_migrates_an_empty_database() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode.to_ascii_lowercase(), "wal");
-    assert_eq!(page_size(&conn), weft_store::NEW_STORE_PAGE_SIZE);
     let before = schema(&conn);
     insta::assert_snapshot!("schema", before);
     assert!(store.plans().unwrap().is_empty());
@@ -1529,8 +1528,6 @@ fn older_databases_migrate_and_keep_their_data() {
         // store is whole.
         let conn = Connection::open(state.join(DATABASE_FILE)).unwrap();
         assert_kind_checked_without_a_scratch_table(&conn, &format!("from {old_version}"));
-        // A store made before the page size changed keeps its pages.
-        assert_eq!(page_size(&conn), 4096, "from {old_version}");
         assert_dependency_rows_moved(&conn, &format!("from {old_version}"));
     }
 }
@@ -1564,11 +1561,6 @@ fn assert_dependency_rows_moved(conn: &Connection, context: &str) {
         .unwrap();
     assert_eq!(rows(conn), [row("c", "a", 1)], "{context}");
     conn.execute_batch("ROLLBACK").unwrap();
-}
-
-fn page_size(conn: &Connection) -> u32 {
-    conn.query_row("PRAGMA page_size", [], |r| r.get(0))
-        .unwrap()
 }
 
 /// The connection that changes the kind's check in place (schema 10) uses the new one at
