@@ -80,9 +80,17 @@ struct Figures {
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); this bench takes no arguments.
     let quick = std::env::var_os("WEFT_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
-    // For profiling: write the 10,000-task workflow file and stop.
+    // For profiling: write the workflow file of `WEFT_BENCH_PLAN_TASKS` tasks (10,000
+    // unless set) and stop.
     if let Some(path) = std::env::var_os("WEFT_BENCH_WRITE_PLAN") {
-        fs::write(&path, workflow_toml(STATUS_TARGET_TASKS)).expect("the plan file can be written");
+        let tasks = std::env::var("WEFT_BENCH_PLAN_TASKS")
+            .ok()
+            .map(|n| {
+                n.parse()
+                    .expect("WEFT_BENCH_PLAN_TASKS is a number of tasks")
+            })
+            .unwrap_or(STATUS_TARGET_TASKS);
+        fs::write(&path, workflow_toml(tasks)).expect("the plan file can be written");
         return;
     }
     println!(
