@@ -59,7 +59,7 @@ impl Handoff {
             return Err(match store.latest_run(plan_id)? {
                 Some(last) => refuse(
                     format!("this plan's last run, {}, was already handed off", last.id),
-                    "there is nothing left to review or merge; `weft run` starts a new run",
+                    "there is nothing left to hand off; `weft run` starts a new run",
                 ),
                 None => refuse(
                     "this plan has no run to hand off",

@@ -114,7 +114,7 @@ fn each_task_works_in_its_own_worktree_and_lands_on_the_integration_branch() {
             again.stderr
         );
         assert!(
-            again.stderr.contains("nothing left to review or merge"),
+            again.stderr.contains("nothing left to hand off"),
             "{}",
             again.stderr
         );
