@@ -12,6 +12,15 @@
 //! masked in every event before it is written. An attempt's live output is read by byte
 //! offset through [`Store::read_output`] (see its module for the contract).
 
+/// The key of the plan whose id is the SQL parameter `$param`, as an SQL expression:
+/// `tasks` and `task_dependencies` name a plan by its key (schema 12, see `migrations`),
+/// every other table by its id. One seek, evaluated once per statement.
+macro_rules! plan_key_of {
+    ($param:literal) => {
+        concat!("(SELECT key FROM plan_keys WHERE plan_id = ", $param, ")")
+    };
+}
+
 pub mod apart;
 mod busy;
 mod error;

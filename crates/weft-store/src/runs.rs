@@ -404,8 +404,11 @@ impl Store {
             end_run(tx, &log, run_id, plan_id, status, None, now).map_err(&sql)?;
             for (task_id, was) in tasks {
                 tx.execute(
-                    "UPDATE tasks SET status = ?3, verdict = NULL, output = NULL
-                     WHERE plan_id = ?1 AND id = ?2",
+                    concat!(
+                        "UPDATE tasks SET status = ?3, verdict = NULL, output = NULL WHERE plan_key = ",
+                        plan_key_of!("?1"),
+                        " AND id = ?2"
+                    ),
                     params![plan_id, task_id, TaskStatus::Pending.as_str()],
                 )
                 .map_err(&sql)?;
@@ -493,8 +496,9 @@ impl Store {
                     continue;
                 }
                 let statement = format!(
-                    "UPDATE tasks SET {} WHERE plan_id = :plan AND id = :task",
-                    sets.join(", ")
+                    "UPDATE tasks SET {} WHERE plan_key = {} AND id = :task",
+                    sets.join(", "),
+                    plan_key_of!(":plan")
                 );
                 let mut stmt = tx.prepare_cached(&statement).map_err(&sql)?;
                 let mut named: Vec<(&str, &dyn rusqlite::ToSql)> =

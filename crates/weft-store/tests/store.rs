@@ -1331,7 +1331,10 @@ fn plans_are_listed_most_recently_updated_first_with_the_current_one_flagged() {
     for table in ["tasks", "task_dependencies"] {
         let orphans: i64 = conn
             .query_row(
-                &format!("SELECT COUNT(*) FROM {table} WHERE plan_id <> ?1"),
+                &format!(
+                    "SELECT COUNT(*) FROM {table}
+                      WHERE plan_key <> (SELECT key FROM plan_keys WHERE plan_id = ?1)"
+                ),
                 [&p1.id],
                 |r| r.get(0),
             )
@@ -1533,7 +1536,7 @@ fn older_databases_migrate_and_keep_their_data() {
 }
 
 /// The dependency rows (schema 11: in a table without a rowid) are all there, and still
-/// cascade from the task they point at.
+/// cascade from the task they point at; the tasks (schema 12) cascade from their plan.
 fn assert_dependency_rows_moved(conn: &Connection, context: &str) {
     let sql: String = conn
         .query_row(
@@ -1560,6 +1563,28 @@ fn assert_dependency_rows_moved(conn: &Connection, context: &str) {
     conn.execute_batch("PRAGMA foreign_keys = ON; BEGIN; DELETE FROM tasks WHERE id = 'b';")
         .unwrap();
     assert_eq!(rows(conn), [row("c", "a", 1)], "{context}");
+    conn.execute_batch("ROLLBACK").unwrap();
+    // Schema 12: the rows name the plan by its key, and a plan's deletion still takes
+    // its tasks and their dependencies with it (plan → key → tasks → dependencies).
+    let keyed: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM tasks t JOIN plan_keys k ON k.key = t.plan_key
+              WHERE k.plan_id = '0123456789abcdef0123456789abcdef' AND t.id IN ('a', 'b', 'c')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(keyed, 3, "{context}");
+    conn.execute_batch("BEGIN; DELETE FROM plans;").unwrap();
+    let left: i64 = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM task_dependencies)
+                  + (SELECT count(*) FROM plan_keys)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0, "{context}");
     conn.execute_batch("ROLLBACK").unwrap();
 }
 
@@ -1615,10 +1640,27 @@ fn assert_kind_checked_without_a_scratch_table(conn: &Connection, context: &str)
         table.contains("CHECK (kind = 'ai' OR kind = 'manual' OR kind = 'ops')"),
         "{context}: {table}"
     );
-    let insert = "INSERT INTO tasks (plan_id, id, position, title, prompt, kind, steps, checks,
-                                     status, hold)
-                  VALUES ('0123456789abcdef0123456789abcdef', ?1, ?2, 'T', 'p', ?3, '[]', '[]',
-                          'pending', 0)";
+    // From schema 12 on, the tasks name their plan by its key.
+    let keyed: bool = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('tasks') WHERE name = 'plan_key'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (column, plan) = if keyed {
+        (
+            "plan_key",
+            "(SELECT key FROM plan_keys WHERE plan_id = '0123456789abcdef0123456789abcdef')",
+        )
+    } else {
+        ("plan_id", "'0123456789abcdef0123456789abcdef'")
+    };
+    let insert = &format!(
+        "INSERT INTO tasks ({column}, id, position, title, prompt, kind, steps, checks, status,
+                            hold)
+         VALUES ({plan}, ?1, ?2, 'T', 'p', ?3, '[]', '[]', 'pending', 0)"
+    );
     let opcodes: Vec<String> = conn
         .prepare(&format!("EXPLAIN {insert}"))
         .unwrap()
@@ -1668,8 +1710,9 @@ fn creating_a_plan_keeps_its_dependencies_whole_and_the_foreign_keys_on_afterwar
     let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
     let rows: Vec<(String, String, i64)> = conn
         .prepare(
-            "SELECT task_id, depends_on, position FROM task_dependencies WHERE plan_id = ?1
-             ORDER BY task_id, position",
+            "SELECT task_id, depends_on, position FROM task_dependencies
+              WHERE plan_key = (SELECT key FROM plan_keys WHERE plan_id = ?1)
+              ORDER BY task_id, position",
         )
         .unwrap()
         .query_map([&plan.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
