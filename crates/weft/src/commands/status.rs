@@ -48,75 +48,101 @@ pub fn run(args: Args, globals: &Globals) -> CliResult {
     limits_usage(&store, plan, engine_alive, &mut usage)?;
     let plan_budget = plan_budget(&store, &plan_id, &ctx.settings.spend.budget)?;
     let verification = verification(&store, &plan_id, engine_alive)?;
-    if args.json {
-        let status = StatusWithKept {
-            status: plan_json(plan, default_runner, &usage).budget(&usage, &plan_budget),
-            kept_worktrees: &kept,
-            verification: verification.as_ref(),
-        };
-        // JSON carries no colour: write it straight out, not through the colour filter.
-        let mut out = super::bulk_stdout();
-        let written = status
-            .write_json(&mut out)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
-        match written {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-            _ => Ok(()),
-        }
-    } else {
-        print_plan_map(plan, default_runner, &usage)?;
-        let mut text = String::new();
-        let spend = crate::render::spend_json(&usage, &plan_budget);
-        if spend.budget_usd.is_some() || spend.budget_tokens.is_some() {
-            text.push_str(&format!("\nspent {} (plan budget)", spend.text));
-            if let Some(limit) = &spend.reached {
-                text.push_str(&format!(
-                    ": reached ({limit}), no new task starts; raise it and `weft run` continues"
-                ));
+    // The store is closed on a helper while the status is written: closing unmaps what
+    // was read through the memory map, ~0.7 ms of a 10,000-task status that the output
+    // no longer waits for.
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(store));
+        if args.json {
+            let status = StatusWithKept {
+                status: plan_json(plan, default_runner, &usage).budget(&usage, &plan_budget),
+                kept_worktrees: &kept,
+                verification: verification.as_ref(),
+            };
+            // JSON carries no colour: write it straight out, not through the colour filter.
+            let mut out = super::bulk_stdout();
+            let written = status
+                .write_json(&mut out)
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush());
+            match written {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
             }
-            text.push('\n');
+        } else {
+            print_text(
+                plan,
+                default_runner,
+                &usage,
+                &plan_budget,
+                &kept,
+                verification.as_ref(),
+            )
         }
-        if let Some(v) = &verification {
-            text.push_str(&v.line());
-        }
-        let orphaned: Vec<String> = plan
-            .any_orphaned()
-            .then(|| plan.tasks())
-            .into_iter()
-            .flatten()
-            .filter(|(_, reason)| reason.is_some())
-            .map(|(task, _)| format!("#{}", task.order))
-            .collect();
-        if !orphaned.is_empty() {
+    })
+}
+
+/// The status as text: the plan map, then the plan's spend, verification, interrupted
+/// tasks and kept worktrees, each when there is something to say.
+fn print_text(
+    plan: PlanView<'_>,
+    default_runner: &str,
+    usage: &HashMap<String, TaskUsage>,
+    plan_budget: &weft_core::spend::Budget,
+    kept: &[weft_engine::kept::KeptWorktree],
+    verification: Option<&Verification>,
+) -> CliResult {
+    print_plan_map(plan, default_runner, usage)?;
+    let mut text = String::new();
+    let spend = crate::render::spend_json(usage, plan_budget);
+    if spend.budget_usd.is_some() || spend.budget_tokens.is_some() {
+        text.push_str(&format!("\nspent {} (plan budget)", spend.text));
+        if let Some(limit) = &spend.reached {
             text.push_str(&format!(
-                "\ninterrupted ({NO_ENGINE}): {}; `weft run` continues them\n",
-                orphaned.join(", ")
+                ": reached ({limit}), no new task starts; raise it and `weft run` continues"
             ));
         }
-        if !kept.is_empty() {
-            text.push_str("\nkept worktrees:\n");
-            for k in kept.iter().take(KEPT_SHOWN) {
-                text.push_str(&format!(
-                    "  {} (task {}): {}\n",
-                    safe(&k.path),
-                    safe(&k.task),
-                    safe(&k.reason)
-                ));
-            }
-            if kept.len() > KEPT_SHOWN {
-                text.push_str(&format!(
-                    "  and {} more (`weft status --json` lists them all)\n",
-                    kept.len() - KEPT_SHOWN
-                ));
-            }
+        text.push('\n');
+    }
+    if let Some(v) = verification {
+        text.push_str(&v.line());
+    }
+    let orphaned: Vec<String> = plan
+        .any_orphaned()
+        .then(|| plan.tasks())
+        .into_iter()
+        .flatten()
+        .filter(|(_, reason)| reason.is_some())
+        .map(|(task, _)| format!("#{}", task.order))
+        .collect();
+    if !orphaned.is_empty() {
+        text.push_str(&format!(
+            "\ninterrupted ({NO_ENGINE}): {}; `weft run` continues them\n",
+            orphaned.join(", ")
+        ));
+    }
+    if !kept.is_empty() {
+        text.push_str("\nkept worktrees:\n");
+        for k in kept.iter().take(KEPT_SHOWN) {
+            text.push_str(&format!(
+                "  {} (task {}): {}\n",
+                safe(&k.path),
+                safe(&k.task),
+                safe(&k.reason)
+            ));
         }
-        if text.is_empty() {
-            Ok(())
-        } else {
-            stdout(&text)
+        if kept.len() > KEPT_SHOWN {
+            text.push_str(&format!(
+                "  and {} more (`weft status --json` lists them all)\n",
+                kept.len() - KEPT_SHOWN
+            ));
         }
+    }
+    if text.is_empty() {
+        Ok(())
+    } else {
+        stdout(&text)
     }
 }
 
