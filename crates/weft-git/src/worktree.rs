@@ -218,6 +218,9 @@ impl Repo {
                 // Already gone: removing twice is fine.
                 return Ok(());
             };
+            if force && self.finish_interrupted_removal(&path, &info.path, &out.stderr)? {
+                return Ok(());
+            }
             // Refused for a lock that has gone since: try again at once.
             let lock_refused = memchr::memmem::find(&out.stderr, b"locked working tree").is_some();
             let Some(reason) = info.locked else {
@@ -245,6 +248,44 @@ impl Repo {
             }
             std::thread::sleep(backoff.min(self.git.lock_wait_duration() - waited));
             backoff = (backoff * 2).min(Duration::from_millis(100));
+        }
+    }
+
+    /// Finish a forced removal of the linked worktree at `path` that an earlier `git
+    /// worktree remove` began and did not end (`true` when it did so).
+    ///
+    /// Why: git deletes a worktree's files, its `.git` file among them, before it deletes
+    /// the worktree's record in the repository; killed in between (a `weft handoff
+    /// merge` killed as it cleans up: crash campaign, seed 1796416521076727039), it
+    /// leaves a record whose folder has no `.git`, and every later `git worktree remove`
+    /// refuses it ("validation failed, cannot remove working tree"), so the cleanup could
+    /// never finish. Only then, and only for a linked worktree (one with a record under
+    /// the common `worktrees/` folder), weft does the rest itself: what is left of the
+    /// folder, then the record, as git would have. The caller asked for a forced
+    /// removal, which discards whatever the folder held.
+    fn finish_interrupted_removal(
+        &self,
+        path: &Path,
+        recorded: &Path,
+        stderr: &[u8],
+    ) -> Result<bool, GitError> {
+        if memchr::memmem::find(stderr, b"validation failed").is_none()
+            || path.join(".git").exists()
+        {
+            return Ok(false);
+        }
+        let Some(admin) = self.admin_dir_of(recorded) else {
+            return Ok(false);
+        };
+        match std::fs::remove_dir_all(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(GitError::io(path, e));
+            }
+            _ => {}
+        }
+        match std::fs::remove_dir_all(&admin) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GitError::io(&admin, e)),
+            _ => Ok(true),
         }
     }
 

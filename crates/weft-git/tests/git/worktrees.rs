@@ -189,6 +189,37 @@ fn remove_worktree_force_discards_changes_and_is_idempotent() {
     repo.remove_worktree(&path, true).unwrap();
 }
 
+/// A `git worktree remove` killed after it deleted the folder's `.git` file (and some of
+/// its files) but before the worktree's record: git refuses to remove it again; a forced
+/// removal finishes it, one without force still refuses.
+#[test]
+fn a_forced_removal_finishes_one_that_was_interrupted() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let path = fx.worktrees_dir().join("half removed");
+    repo.add_worktree(&path, "half-removed", &fx.main())
+        .unwrap();
+    fs::write(path.join("left.txt"), "left behind\n").unwrap();
+    fs::remove_file(path.join(".git")).unwrap();
+    fs::remove_file(path.join("README.md")).unwrap();
+
+    let error = repo.remove_worktree(&path, false).unwrap_err();
+    assert!(matches!(error, GitError::Command { .. }), "{error:?}");
+    assert!(path.join("left.txt").exists(), "kept without force");
+
+    repo.remove_worktree(&path, true).unwrap();
+    assert!(!path.exists());
+    assert!(repo.find_worktree(&path).unwrap().is_none());
+    assert!(
+        repo.branch_exists("half-removed").unwrap(),
+        "the branch is kept"
+    );
+    // The repository agrees: nothing of it is left to prune.
+    let listed = repo.list_worktrees().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    repo.remove_worktree(&path, true).unwrap();
+}
+
 #[test]
 fn remove_worktree_of_a_folder_the_agent_deleted() {
     let fx = Fixture::new();
