@@ -52,6 +52,10 @@ fn spawn_unless_busy(command: &mut Command) -> std::io::Result<Child> {
     }
 }
 
+/// At most this many stale lock files are removed for one command (see
+/// [`Call::output`]): a killed git leaves one or two.
+const MAX_CLEARED: usize = 4;
+
 /// Whether `lock` is the lock file of one of weft's own refs (a task or integration
 /// branch under `refs/heads/weft/`, or weft's records under `refs/weft/`).
 fn is_weft_ref_lock(lock: &Path) -> bool {
@@ -520,7 +524,9 @@ impl<'a> Call<'a> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempts = 0u32;
         let mut respawned = 0;
-        let mut cleared = false;
+        // The stale locks removed so far, each at most once (a killed `git branch -D`
+        // leaves two: its ref's and `packed-refs.lock`).
+        let mut cleared: Vec<PathBuf> = Vec::new();
         loop {
             let out = self.run_once()?;
             attempts += 1;
@@ -550,7 +556,8 @@ impl<'a> Call<'a> {
             };
             let waited = start.elapsed();
             if waited >= self.git.lock_wait {
-                if !cleared
+                if cleared.len() < MAX_CLEARED
+                    && !cleared.contains(&lock)
                     && (is_weft_ref_lock(&lock) || is_packed_refs_lock(&lock))
                     && older_than(&lock, self.git.lock_wait)
                     && !held_open(&lock)
@@ -566,9 +573,12 @@ impl<'a> Call<'a> {
                     // longer than the whole patience and no process holds it open: a
                     // live git keeps its lock open until it renames it into place, so a
                     // long `git pack-refs` of the user's is never broken into. A lock on
-                    // any other ref is the user's business and is only named.
+                    // any other ref is the user's business and is only named. Each lock
+                    // at most once, and more than one: a `git branch -D` killed as it
+                    // deletes a packed branch leaves both its ref's lock and
+                    // `packed-refs.lock` (seed 1796416889795172893, under load).
                     let _ = std::fs::remove_file(&lock);
-                    cleared = true;
+                    cleared.push(lock);
                     continue;
                 }
                 return Err(GitError::Locked {

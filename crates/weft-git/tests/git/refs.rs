@@ -290,3 +290,27 @@ fn a_stale_packed_refs_lock_is_removed_but_one_a_process_holds_open_is_named() {
         Some(base)
     );
 }
+
+/// A `git branch -D` killed as it deletes a packed branch leaves two locks, its ref's and
+/// `packed-refs.lock`: both are removed (each once) and the delete goes on.
+#[test]
+fn both_locks_a_killed_branch_delete_left_are_removed_and_the_delete_goes_on() {
+    let fx = Fixture::new();
+    let repo = fx.open();
+    let base = fx.main();
+    repo.create_branch("weft/run1/1-task", &base).unwrap();
+    let packed = std::process::Command::new("git")
+        .args(["-C", &fx.path().to_string_lossy(), "pack-refs", "--all"])
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    let ref_lock = fx.path().join(".git/refs/heads/weft/run1/1-task.lock");
+    let packed_lock = fx.path().join(".git/packed-refs.lock");
+    fs::create_dir_all(ref_lock.parent().unwrap()).unwrap();
+    fs::write(&ref_lock, "").unwrap();
+    fs::write(&packed_lock, "").unwrap();
+
+    repo.delete_branch("weft/run1/1-task", true).unwrap();
+    assert!(!ref_lock.exists() && !packed_lock.exists());
+    assert_eq!(repo.rev_parse("refs/heads/weft/run1/1-task").unwrap(), None);
+}
