@@ -201,6 +201,7 @@ impl Repo {
         let start = Instant::now();
         let mut attempts = 0u32;
         let mut backoff = Duration::from_millis(10);
+        let mut cleared = false;
         loop {
             let out = call.output()?;
             attempts += 1;
@@ -218,8 +219,13 @@ impl Repo {
                 // Already gone: removing twice is fine.
                 return Ok(());
             };
-            if force && self.finish_interrupted_removal(&path, &info.path, &out.stderr)? {
-                return Ok(());
+            if force
+                && !cleared
+                && self.clear_interrupted_removal(&path, &info.path, &out.stderr)?
+            {
+                // What is left is a record whose folder is gone, which git removes.
+                cleared = true;
+                continue;
             }
             // Refused for a lock that has gone since: try again at once.
             let lock_refused = memchr::memmem::find(&out.stderr, b"locked working tree").is_some();
@@ -251,8 +257,8 @@ impl Repo {
         }
     }
 
-    /// Finish a forced removal of the linked worktree at `path` that an earlier `git
-    /// worktree remove` began and did not end (`true` when it did so).
+    /// Delete what is left of the folder of the linked worktree at `path` when an
+    /// earlier `git worktree remove` began and did not end (`true` when it did so).
     ///
     /// Why: git deletes a worktree's files, its `.git` file among them, before it deletes
     /// the worktree's record in the repository; killed in between (a `weft handoff
@@ -260,10 +266,10 @@ impl Repo {
     /// leaves a record whose folder has no `.git`, and every later `git worktree remove`
     /// refuses it ("validation failed, cannot remove working tree"), so the cleanup could
     /// never finish. Only then, and only for a linked worktree (one with a record under
-    /// the common `worktrees/` folder), weft does the rest itself: what is left of the
-    /// folder, then the record, as git would have. The caller asked for a forced
-    /// removal, which discards whatever the folder held.
-    fn finish_interrupted_removal(
+    /// the common `worktrees/` folder), weft deletes the rest of the folder, as git would
+    /// have; the caller asked for a forced removal, which discards whatever the folder
+    /// held. The record is then git's to remove, as for any folder deleted by hand.
+    fn clear_interrupted_removal(
         &self,
         path: &Path,
         recorded: &Path,
@@ -271,20 +277,12 @@ impl Repo {
     ) -> Result<bool, GitError> {
         if memchr::memmem::find(stderr, b"validation failed").is_none()
             || path.join(".git").exists()
+            || self.admin_dir_of(recorded).is_none()
         {
             return Ok(false);
         }
-        let Some(admin) = self.admin_dir_of(recorded) else {
-            return Ok(false);
-        };
         match std::fs::remove_dir_all(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(GitError::io(path, e));
-            }
-            _ => {}
-        }
-        match std::fs::remove_dir_all(&admin) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GitError::io(&admin, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GitError::io(path, e)),
             _ => Ok(true),
         }
     }
