@@ -33,13 +33,16 @@
 //! into a list of tokens, then a list of parse events, then a tree of every table and
 //! value, and only then builds the tasks, so one 24 MB half makes intermediate lists and
 //! a tree several times its size, each touched once and freed. Read in pieces, they stay
-//! small and their memory is reused: on the 100,000-task file (48 MB), page faults of the parse 97,600 → 32,500,
-//! the peak memory 385 → 303 MB, the parse 270 → 212 ms. The argument above holds piece by
+//! small and their memory is reused: on the 100,000-task file (48 MB), page faults of
+//! the parse 97,600 → 32,500, the peak memory 385 → 303 MB, the parse 270 → 212 ms. The
+//! argument above holds piece by
 //! piece: a piece that parses on its own ends outside any string or array, so the line
 //! after it, which reads `[[tasks]]`, is a header; by induction every cut is one. A piece
 //! after the first holds only tasks (as the tail does), and a table such as `[tasks.x]`
-//! in a piece belongs to that piece's last task, as it does in the whole file. Any piece
-//! that does not parse means the whole text is parsed.
+//! in a piece belongs to that piece's last task, as it does in the whole file. A piece
+//! that does not parse is extended to the next `[[tasks]]` line, a few times (it may end
+//! at such a line inside a prompt); one that still does not parse means the whole text
+//! is parsed.
 //!
 //! The file's tasks are then made into a plan's in two halves too
 //! ([`WorkflowFile::into_plan_in_two`], [`tasks_from`]): the ids first, in order, on one
@@ -94,8 +97,7 @@ fn parse_in_pieces(
         &mut || tail_tasks = tasks_in_pieces(tail, piece),
         &mut || {
             head_file = text[..first].parse::<toml::Table>().ok().and_then(|_| {
-                let end = header_at_or_after(head, first + piece).unwrap_or(head.len());
-                let mut file = toml::from_str::<WorkflowFile>(&head[..end]).ok()?;
+                let (mut file, end) = one_piece::<WorkflowFile>(head, 0, first + piece)?;
                 file.tasks.extend(tasks_in_pieces(&head[end..], piece)?);
                 Some(file)
             });
@@ -110,17 +112,45 @@ fn parse_in_pieces(
 /// `[[tasks]]` line (see the module doc: 4 KiB to 256 KiB all did as well, within 5%).
 const PIECE: usize = 64 * 1024;
 
+/// How many more `[[tasks]]` lines a piece that does not parse is extended to before the
+/// whole text is parsed instead: a piece can end at such a line inside a multi-line string
+/// (a prompt quoting a workflow file), and the next one is then usually the real header.
+/// A mistake in the file costs this many parses of a piece more, then the whole parse.
+const EXTEND: usize = 8;
+
 /// The tasks of `text`, a run of `[[tasks]]` tables, read `piece` bytes at a time; `None`
 /// when a piece does not parse as tasks only.
 fn tasks_in_pieces(text: &str, piece: usize) -> Option<Vec<TaskSpec>> {
     let mut tasks = Vec::new();
     let mut at = 0;
     while at < text.len() {
-        let end = header_at_or_after(text, at + piece).unwrap_or(text.len());
-        tasks.extend(toml::from_str::<Tail>(&text[at..end]).ok()?.tasks);
+        let (read, end) = one_piece::<Tail>(text, at, at + piece)?;
+        tasks.extend(read.tasks);
         at = end;
     }
     Some(tasks)
+}
+
+/// `text` from `at` to the first `[[tasks]]` line at or after `least` (or the end) parsed
+/// as a `T`, with that end; extended to the next such line up to [`EXTEND`] times while
+/// it does not parse; `None` then. A piece is used only when it parses on its own, so it
+/// ends outside any string or array (see the module docs).
+fn one_piece<T: serde::de::DeserializeOwned>(
+    text: &str,
+    at: usize,
+    least: usize,
+) -> Option<(T, usize)> {
+    let mut end = header_at_or_after(text, least).unwrap_or(text.len());
+    for _ in 0..=EXTEND {
+        if let Ok(read) = toml::from_str::<T>(&text[at..end]) {
+            return Some((read, end));
+        }
+        if end == text.len() {
+            return None;
+        }
+        end = header_at_or_after(text, end + 1).unwrap_or(text.len());
+    }
+    None
 }
 
 /// The offset of the first line at or after `from` that reads exactly `[[tasks]]` (with
@@ -235,9 +265,9 @@ mod tests {
         for join in [one_thread, threads] {
             assert_eq!(parse(&text, join), Some(whole(&text)));
         }
-        // Each half in pieces: one task a piece, a few, and the whole half in one. (A
-        // piece of the file above may end inside a prompt, so the prompts here are short.)
-        let text = text.replace("\"\"\"\nline\n[[tasks]]\n\"\"\"", "\"p\"");
+        // Each half in pieces: one task a piece, a few, and the whole half in one; every
+        // prompt holds a `[[tasks]]` line, so a piece often ends inside one and is
+        // extended past it.
         for piece in [1, 30, 200, 1 << 20] {
             assert_eq!(
                 parse_in_pieces(&text, piece, threads),
@@ -247,19 +277,24 @@ mod tests {
         }
     }
 
-    /// A piece that would end inside a multi-line string (basic or literal) is not taken
-    /// as a piece: the file is parsed whole.
+    /// A piece that would end inside a multi-line string (basic or literal) is extended
+    /// past it; one that cannot be (more `[[tasks]]` lines in one string than a piece is
+    /// extended by) is not used, and the file is parsed whole.
     #[test]
-    fn a_piece_that_ends_inside_a_string_is_not_used() {
+    fn a_piece_that_ends_inside_a_string_is_extended_or_not_used() {
         let tasks = |n: usize| "[[tasks]]\ntitle = \"t\"\nprompt = \"p\"\n".repeat(n);
         for quotes in ["\"\"\"", "'''"] {
-            let text = format!(
-                "goal = \"g\"\n{}[[tasks]]\ntitle = \"s\"\nprompt = {quotes}\n[[tasks]]\n{quotes}\n{}",
-                tasks(3),
-                tasks(12)
-            );
-            assert_eq!(parse(&text, one_thread), Some(whole(&text)), "{text}");
-            assert_eq!(parse_in_pieces(&text, 1, one_thread), None, "{text}");
+            for (inside, used) in [(1, true), (EXTEND, true), (EXTEND + 1, false)] {
+                let text = format!(
+                    "goal = \"g\"\n{}[[tasks]]\ntitle = \"s\"\nprompt = {quotes}\n{}{quotes}\n{}",
+                    tasks(3),
+                    "[[tasks]]\n".repeat(inside),
+                    tasks(12)
+                );
+                assert_eq!(parse(&text, one_thread), Some(whole(&text)), "{text}");
+                let expected = used.then(|| whole(&text));
+                assert_eq!(parse_in_pieces(&text, 1, one_thread), expected, "{text}");
+            }
         }
     }
 
