@@ -35,9 +35,9 @@
 //! a tree several times its size, each touched once and freed. Read in pieces, they stay
 //! small and their memory is reused: on the 100,000-task file (48 MB), page faults of
 //! the parse 97,600 → 32,500, the peak memory 385 → 303 MB, the parse 270 → 212 ms. The
-//! argument above holds piece by
-//! piece: a piece that parses on its own ends outside any string or array, so the line
-//! after it, which reads `[[tasks]]`, is a header; by induction every cut is one. A piece
+//! argument above holds piece by piece: a piece that parses on its own ends outside any
+//! string or array, so the line after it, which reads `[[tasks]]`, is a header; by
+//! induction every cut is one. A piece
 //! after the first holds only tasks (as the tail does), and a table such as `[tasks.x]`
 //! in a piece belongs to that piece's last task, as it does in the whole file. A piece
 //! that does not parse is extended to the next `[[tasks]]` line, a few times (it may end
