@@ -27,8 +27,6 @@ pub(crate) fn insert_plan(conn: &Connection, plan: &Plan) -> rusqlite::Result<()
             plan.revision as i64,
         ],
     )?;
-    // The plan's key for its tasks' rows (schema 12), given here, once, with the plan.
-    conn.execute("INSERT INTO plan_keys (plan_id) VALUES (?1)", [&plan.id])?;
     Ok(())
 }
 
@@ -57,6 +55,12 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 /// (what the foreign keys check), in this one transaction.
 pub(crate) fn write_tasks(conn: &Connection, plan: &Plan) -> rusqlite::Result<()> {
     size_cache_for(conn, plan.tasks.len())?;
+    // The plan's key for its tasks' rows (schema 12), given by the first write of its
+    // tasks (the plan's creation) and found by every later one.
+    conn.execute(
+        "INSERT INTO plan_keys (plan_id) VALUES (?1) ON CONFLICT (plan_id) DO NOTHING",
+        [&plan.id],
+    )?;
     let key: i64 = conn.query_row(
         "SELECT key FROM plan_keys WHERE plan_id = ?1",
         [&plan.id],

@@ -1740,3 +1740,39 @@ fn creating_a_plan_keeps_its_dependencies_whole_and_the_foreign_keys_on_afterwar
         assert_eq!(left, 0, "{table} of the deleted plan");
     }
 }
+
+/// Schema 12: a plan's tasks live under its key, so a plan whose key is gone (a store
+/// edited by hand: deleting the key takes its tasks with it) reads as a plan without
+/// tasks, and its next write gives it a key again and stores its tasks.
+#[test]
+fn a_plan_whose_key_was_deleted_gets_one_again_on_its_next_write() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let plan = store
+        .create_plan(draft("g", vec![ai_task("a"), ai_task("b")]), 1)
+        .unwrap();
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON; DELETE FROM plan_keys;")
+        .unwrap();
+    assert!(store.plan(&plan.id).unwrap().tasks.is_empty());
+
+    let (written, ()) = store
+        .update_plan(&plan.id, 2, |stored| {
+            let mut next = stored.clone();
+            next.tasks = plan.tasks.clone();
+            let note = EventKind::Notice {
+                text: "restored".into(),
+            };
+            Ok((next, Event::new(note), ()))
+        })
+        .unwrap();
+    assert_eq!(written.tasks.len(), 2);
+    let ids: Vec<String> = store
+        .plan(&plan.id)
+        .unwrap()
+        .tasks
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
