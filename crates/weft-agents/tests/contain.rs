@@ -158,6 +158,40 @@ fn a_missing_program_is_still_a_spawn_error() {
     assert!(err.to_string().contains("program not found"), "{err}");
 }
 
+/// The supervisor reads its stop signals from a signalfd, with them blocked; the agent
+/// must not inherit that mask (nor Rust's ignored `SIGPIPE`), or it and everything it
+/// starts would sit out every `SIGTERM` until the `SIGKILL` after the grace.
+#[test]
+fn the_agent_starts_with_no_signal_blocked_or_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut launch = spec(dir.path(), "");
+    launch.program = "cat".into();
+    launch.args = vec!["/proc/self/status".into()];
+    let (tx, _rx) = channel();
+    let attempt = Attempt::start(
+        &launch,
+        options(dir.path(), Duration::from_secs(30), containment(None, None)),
+        tx,
+    )
+    .expect("starts");
+    let outcome = attempt.wait();
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+    let field = |name: &str| {
+        outcome
+            .tail
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {name} in {}", outcome.tail))
+            .to_owned()
+    };
+    assert_eq!(field("SigBlk:"), "0000000000000000");
+    // glibc's own real-time signals (32 and 33) may show as ignored; none of the
+    // standard ones (1 to 31, SIGPIPE among them) may.
+    let ignored = u64::from_str_radix(&field("SigIgn:"), 16).unwrap();
+    assert_eq!(ignored & 0x7fff_ffff, 0, "ignored: {ignored:#x}");
+}
+
 /// The lifeline: the supervisor's parent (standing in for the engine) is killed with
 /// SIGKILL; everything the attempt started is gone within 5 s, with nobody asking.
 #[test]

@@ -1,14 +1,14 @@
 //! The per-attempt supervisor process: `<weft> __contain [options] -- PROGRAM ARGS…`.
 //!
 //! One thread, no handlers: the signals it cares about are blocked and read from a
-//! signalfd, so nothing runs asynchronously and no unsafe code is needed. (`Command`
-//! resets the signal mask in the child, so the agent starts with nothing blocked.)
+//! signalfd, so nothing runs asynchronously and no unsafe code is needed. The agent is
+//! started with nothing blocked (see `spawn_agent`).
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -178,29 +178,18 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(SETUP_FAILED);
         }
     }
-    let mut command = Command::new(&args.program);
-    command.args(&args.args);
-    if let Some(tmp) = &args.tmp {
-        command.env("TMPDIR", tmp);
-    }
-    let child = match command.spawn() {
-        Ok(child) => child,
+    let agent = match spawn_agent(&args.program, &args.args, args.tmp.as_deref()) {
+        Ok(pid) => pid,
         Err(e) => {
             say(&format!(
-                "cannot start `{}`: {e}",
-                args.program.to_string_lossy()
+                "cannot start `{}`: {}",
+                args.program.to_string_lossy(),
+                std::io::Error::from(e)
             ));
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
+            let code = if e == Errno::ENOENT { 127 } else { 126 };
             return ExitCode::from(code);
         }
     };
-    let agent = child.id();
-    // `child` is never waited through `Child`: every child is reaped by `reap` below.
-    drop(child);
     let me = std::process::id();
     let mut status = None;
     let parent = args.parent;
@@ -251,6 +240,57 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     // The temp folder is removed by the engine (unconfined): removing the folder itself
     // needs write access to its parent, which the attempt does not have.
     exit_like(status)
+}
+
+/// Starts the agent: `program` (looked up in `PATH` when it has no `/`) with `args`, the
+/// supervisor's environment (`TMPDIR` set to `tmp`), stdio and folder.
+///
+/// Why not `Command`: it leaves the signal mask as it is, and ours blocks the stop signals
+/// (they are read from the signalfd). An agent started with them blocked, and everything
+/// it starts, would sit out the `SIGTERM` of a cancel or of the end of its attempt until
+/// the `SIGKILL` after the grace. `posix_spawn` sets the child's mask to empty before the
+/// program runs, and `SIGPIPE` back to its default (Rust's runtime ignores it in the
+/// supervisor), as `Command` does.
+fn spawn_agent(
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+    tmp: Option<&std::path::Path>,
+) -> Result<u32, Errno> {
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |text: &std::ffi::OsStr| CString::new(text.as_bytes()).map_err(|_| Errno::EINVAL);
+    let path = c(program)?;
+    let mut argv = vec![path.clone()];
+    for arg in args {
+        argv.push(c(arg)?);
+    }
+    let mut env = Vec::new();
+    for (key, value) in std::env::vars_os() {
+        if tmp.is_some() && key == "TMPDIR" {
+            continue;
+        }
+        let mut pair = key;
+        pair.push("=");
+        pair.push(value);
+        env.push(c(&pair)?);
+    }
+    if let Some(tmp) = tmp {
+        let mut pair = OsString::from("TMPDIR=");
+        pair.push(tmp);
+        env.push(c(&pair)?);
+    }
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    attr.set_sigmask(&SigSet::empty())?;
+    let mut default = SigSet::empty();
+    default.add(Signal::SIGPIPE);
+    attr.set_sigdefault(&default)?;
+    let actions = PosixSpawnFileActions::init()?;
+    let pid = posix_spawnp(&path, &actions, &attr, &argv, &env)?;
+    u32::try_from(pid.as_raw()).map_err(|_| Errno::EINVAL)
 }
 
 /// Waits up to `timeout` for a signal; whether one of the stop signals (not `SIGCHLD`)
