@@ -25,7 +25,11 @@
 //! 5. ends every remaining descendant: `SIGTERM` + `SIGCONT`, up to `kill_grace`
 //!    (default 3 s, at most 5 s; 3 s at most when the engine died, so everything is gone
 //!    within 5 s), then `SIGKILL`, reaping them;
-//! 6. removes the temp folder and exits like the agent (its code, or the same signal).
+//! 6. once it has no child left (not even a zombie), names itself `weft-clear`, which
+//!    tells the engine that the attempt's process group is empty (so the engine need
+//!    not scan `/proc` for its members; only the supervisor can set its own name), and
+//!    exits like the agent (its code, or the same signal). The engine removes the temp
+//!    folder.
 //!
 //! Only descendants are ever signalled, each through a pidfd whose process was verified
 //! (start time and parent) after the pidfd was opened, so a reused pid is never hit.
@@ -57,8 +61,8 @@ use std::process::Command;
 use std::time::Duration;
 
 pub use confine::{landlock_available, restrict_thread};
-pub(crate) use supervisor::is_ending;
 pub use supervisor::supervisor_main;
+pub(crate) use supervisor::{exited_clear, is_ending};
 
 /// The first argument that makes a weft binary the supervisor.
 pub const SUPERVISOR_ARG: &str = "__contain";

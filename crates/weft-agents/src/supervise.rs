@@ -40,7 +40,12 @@
 //!
 //! Live members are found by scanning `/proc/*/stat` for the group id, ignoring zombies
 //! (an orphan nobody has reaped yet, e.g. under a container init that does not reap,
-//! holds nothing open and cannot be killed).
+//! holds nothing open and cannot be killed). A contained attempt's leader, the
+//! supervisor, ends its own tree (a strict superset of its group) before it exits and
+//! then names itself so (`weft-clear`, see [`crate::contain`]): its group is taken as
+//! empty without the scan, which reads one file per process on the machine. A
+//! supervisor that exits without that name (killed by its agent, or with processes that
+//! outlived its `SIGKILL` sweeps) gets the scan.
 //!
 //! # Pseudo-terminal
 //!

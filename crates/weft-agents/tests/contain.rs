@@ -192,6 +192,68 @@ fn the_agent_starts_with_no_signal_blocked_or_ignored() {
     assert_eq!(ignored & 0x7fff_ffff, 0, "ignored: {ignored:#x}");
 }
 
+/// A supervisor that ended every process of its attempt says so in its process name,
+/// which the engine reads instead of scanning `/proc` for the attempt's group.
+#[test]
+fn a_supervisor_that_ended_its_whole_tree_exits_named_clear() {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut supervisor = Command::new(SUPERVISOR)
+        .args([SUPERVISOR_ARG, "--grace-ms", "300", "--", "sh", "-c"])
+        .arg(format!(
+            "{ESCAPEES}
+exit 0"
+        ))
+        .current_dir(dir.path())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = escapees(dir.path());
+    let pid = i32::try_from(supervisor.id()).unwrap();
+    // Exited, not reaped: what the engine's exit watcher sees.
+    waitid(
+        Id::Pid(nix::unistd::Pid::from_raw(pid)),
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+    )
+    .unwrap();
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(name.trim_end(), "weft-clear");
+    assert_all_gone(&pids);
+    assert_eq!(supervisor.wait().unwrap().code(), Some(0));
+}
+
+/// The supervisor is no wall against its own agent (same user): killed by it, it ends
+/// nothing and says nothing. The engine then finds the agent and what it started in the
+/// attempt's process group and ends them.
+#[test]
+fn what_an_agent_that_killed_its_supervisor_left_in_the_group_is_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut launch = spec(dir.path(), "");
+    launch.args = vec![
+        "-c".into(),
+        "sleep 300 & echo $! > child.pid; echo $$ > agent.pid; kill -KILL $PPID; sleep 300".into(),
+    ];
+    let (tx, _rx) = channel();
+    let attempt = Attempt::start(
+        &launch,
+        options(dir.path(), Duration::from_secs(60), containment(None, None)),
+        tx,
+    )
+    .expect("starts");
+    let pids = [
+        ("agent", read_pid(&dir.path().join("agent.pid"))),
+        ("child", read_pid(&dir.path().join("child.pid"))),
+    ];
+    let outcome = attempt.wait();
+    assert_eq!(outcome.signal, Some(9), "the supervisor's own death");
+    assert!(!outcome.timed_out);
+    assert_all_gone(&pids);
+}
+
 /// The lifeline: the supervisor's parent (standing in for the engine) is killed with
 /// SIGKILL; everything the attempt started is gone within 5 s, with nobody asking.
 #[test]

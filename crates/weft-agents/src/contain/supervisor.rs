@@ -29,11 +29,32 @@ const ORPHANED_GRACE: Duration = Duration::from_secs(3);
 /// The supervisor's process name (`/proc/<pid>/comm`) once its agent has exited.
 const ENDING_NAME: &std::ffi::CStr = c"weft-ending";
 
+/// The supervisor's process name from the moment every process of the attempt is gone
+/// (it has no child left, not even a zombie) until it exits.
+const CLEAR_NAME: &std::ffi::CStr = c"weft-clear";
+
 /// Whether the supervisor `pid` is only ending what its agent left behind (the agent
 /// itself has exited).
 pub(crate) fn is_ending(pid: i32) -> bool {
+    has_name(pid, ENDING_NAME)
+}
+
+/// Whether the supervisor `pid` (exited, not yet reaped) ended every process of its
+/// attempt: then its process group has no other member and the engine need not scan
+/// `/proc` for one.
+///
+/// Why the name can be trusted: only a thread of the supervisor itself can set it (the
+/// kernel refuses a write to another process's `comm`, and `PR_SET_NAME` names the
+/// caller), the supervisor sets it only once its subreaper's tree is empty, and nothing
+/// of the attempt is left that could change it afterwards. A supervisor killed before
+/// that (by its agent, say) keeps its other name, and the engine scans as before.
+pub(crate) fn exited_clear(pid: i32) -> bool {
+    has_name(pid, CLEAR_NAME)
+}
+
+fn has_name(pid: i32, wanted: &std::ffi::CStr) -> bool {
     std::fs::read(format!("/proc/{pid}/comm"))
-        .is_ok_and(|name| name.strip_suffix(b"\n").unwrap_or(&name) == ENDING_NAME.to_bytes())
+        .is_ok_and(|name| name.strip_suffix(b"\n").unwrap_or(&name) == wanted.to_bytes())
 }
 
 /// Exit code when the supervisor itself cannot do its job (bad arguments, no Landlock).
@@ -216,16 +237,23 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Stop::Orphaned => args.grace.min(ORPHANED_GRACE),
         Stop::AgentExited | Stop::Asked => args.grace,
     };
-    let killed = tree::end_all(me, grace, |wait| {
+    let ended = tree::end_all(me, grace, |wait| {
         if !wait.is_zero() {
             wait_signal(&signals, wait);
         }
         reap_all(agent, &mut status);
     });
-    if killed > 0 {
+    if ended.killed > 0 {
         say(&format!(
-            "{killed} process(es) of this attempt ignored SIGTERM for {} ms and were killed",
+            "{} process(es) of this attempt ignored SIGTERM for {} ms and were killed",
+            ended.killed,
             grace.as_millis()
+        ));
+    }
+    if ended.survivors > 0 {
+        say(&format!(
+            "{} process(es) of this attempt were still alive after SIGKILL; the engine ends what is left in the attempt's process group",
+            ended.survivors
         ));
     }
     if stop == Stop::Orphaned {
@@ -236,6 +264,14 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     while status.is_none() && Instant::now() < until {
         wait_signal(&signals, Duration::from_millis(10));
         reap_all(agent, &mut status);
+    }
+    // The last sweep saw no live descendant, so each one left is a zombie child (reaped
+    // here). No child left: the attempt's tree is empty and stays so (nothing of
+    // it is left to fork). The engine reads the name instead of scanning `/proc` for the
+    // attempt's process group (`exited_clear`).
+    reap_all(agent, &mut status);
+    if tree::childless(me) == Some(true) {
+        let _ = nix::sys::prctl::set_name(CLEAR_NAME);
     }
     // The temp folder is removed by the engine (unconfined): removing the folder itself
     // needs write access to its parent, which the attempt does not have.

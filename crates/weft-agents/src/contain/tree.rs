@@ -25,12 +25,8 @@ pub(crate) struct Member {
 
 /// Every live process whose parent chain leads to `root` (not `root` itself).
 pub(crate) fn descendants(root: u32) -> Vec<Member> {
-    // Fast path, the common case: no children at all means no descendants (every
-    // descendant's parent chain passes through one of them). The file lists the children
-    // of one thread; `root` (the supervisor) is single-threaded, so its tid is its pid.
-    if let Ok(children) = std::fs::read_to_string(format!("/proc/{root}/task/{root}/children"))
-        && children.trim().is_empty()
-    {
+    // Fast path, the common case.
+    if childless(root) == Some(true) {
         return Vec::new();
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -71,6 +67,17 @@ pub(crate) fn descendants(root: u32) -> Vec<Member> {
     found
 }
 
+/// Whether `root` has no children at all, zombies included (`None`: cannot tell). For
+/// the supervisor, a child subreaper, that means no descendants at all: every orphan is
+/// re-parented to it, and every other descendant's parent chain passes through one of
+/// its children. The file lists the children of one thread; `root` (the supervisor) is
+/// single-threaded, so its tid is its pid.
+pub(crate) fn childless(root: u32) -> Option<bool> {
+    std::fs::read_to_string(format!("/proc/{root}/task/{root}/children"))
+        .ok()
+        .map(|children| children.trim().is_empty())
+}
+
 /// Sends `signal` to `member` if it is still the process the scan saw (same start time,
 /// same parent). Whether it was sent.
 pub(crate) fn signal_member(member: Member, signal: Signal) -> bool {
@@ -87,6 +94,16 @@ pub(crate) fn signal_member(member: Member, signal: Signal) -> bool {
     same && pidfd_send_signal(&fd, signal).is_ok()
 }
 
+/// What [`end_all`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// Processes that were still alive when `SIGKILL` was needed.
+    pub killed: usize,
+    /// Descendants still alive when the sweeps gave up (unkillable, or forking faster
+    /// than the sweeps): zero means the tree is empty.
+    pub survivors: usize,
+}
+
 /// How often the tree is scanned while it is being ended.
 const SWEEP: Duration = Duration::from_millis(10);
 /// After `SIGKILL`, how long to keep sweeping (new forks of dying processes included).
@@ -95,16 +112,18 @@ const AFTER_KILL: Duration = Duration::from_secs(2);
 /// Ends every descendant of `root`: `SIGTERM` and `SIGCONT` to each (newcomers too, as
 /// they appear), up to `grace` for them to exit, then `SIGKILL` sweeps until none is left
 /// (bounded by [`AFTER_KILL`]). `reap` is called between sweeps so that the caller, their
-/// subreaper, collects the exited ones (otherwise they would stay zombies). Returns the
-/// number of processes that were still alive when `SIGKILL` was needed.
-pub(crate) fn end_all(root: u32, grace: Duration, mut reap: impl FnMut(Duration)) -> usize {
+/// subreaper, collects the exited ones (otherwise they would stay zombies).
+pub(crate) fn end_all(root: u32, grace: Duration, mut reap: impl FnMut(Duration)) -> Ended {
     let term_until = Instant::now() + grace;
     let mut termed: HashSet<(u32, u64)> = HashSet::new();
     loop {
         reap(Duration::ZERO);
         let live = descendants(root);
         if live.is_empty() {
-            return 0;
+            return Ended {
+                killed: 0,
+                survivors: 0,
+            };
         }
         for member in &live {
             if termed.insert((member.pid, member.start_ticks)) {
@@ -124,7 +143,10 @@ pub(crate) fn end_all(root: u32, grace: Duration, mut reap: impl FnMut(Duration)
         reap(Duration::ZERO);
         let live = descendants(root);
         if live.is_empty() || Instant::now() >= kill_until {
-            return killed;
+            return Ended {
+                killed,
+                survivors: live.len(),
+            };
         }
         for member in live {
             if signal_member(member, Signal::KILL)

@@ -276,6 +276,14 @@ impl Monitor {
     fn on_exited(&mut self, now: Instant) {
         self.exited_at = Some(now);
         self.next_group_poll = now;
+        // A supervisor that ended its whole tree says so (`contain::exited_clear`): the
+        // group has no other member, and a `/proc` scan (one read per process on the
+        // machine, about a millisecond here) is not needed. Otherwise the scan below
+        // finds what a killed or overwhelmed supervisor left in the group.
+        if self.contained && crate::contain::exited_clear(self.pgid) {
+            self.group_clear = true;
+            self.drain_deadline = Some(now + DRAIN_AFTER_GROUP);
+        }
         for index in 0..2 {
             self.flush_scanner(index, now);
         }
