@@ -686,10 +686,15 @@ impl EventLog {
         if event.plan.is_none() {
             event.plan = plan_id.map(str::to_owned);
         }
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO events (plan_id, kind, payload, at) VALUES (?1, ?2, ?3, ?4)",
-            params![event.plan, event.kind_name(), event.to_stored(), at],
-        )?;
+        )?
+        .execute(params![
+            event.plan,
+            event.kind_name(),
+            event.to_stored(),
+            at
+        ])?;
         Ok(conn.last_insert_rowid())
     }
 }

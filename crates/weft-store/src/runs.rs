@@ -133,9 +133,18 @@ fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("plain data always serializes")
 }
 
+/// The plan's run-state rows changed: its revision moves by one (see
+/// [`Store::plan_revision`]).
+fn bump_revision(conn: &Connection, plan_id: &str, now: Timestamp) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE plans SET revision = revision + 1, updated_at = max(updated_at, ?2) WHERE id = ?1",
+    )?
+    .execute(params![plan_id, now])?;
+    Ok(())
+}
+
 fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
-    conn.execute(
-        &format!(
+    conn.prepare_cached(&format!(
             "INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
              ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,
              ?28, ?29)
@@ -149,8 +158,8 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
                denials = excluded.denials, final_text = excluded.final_text,
                cut_from = excluded.cut_from, landing = excluded.landing,
                idle_since = CASE WHEN excluded.ended_at IS NULL THEN idle_since END"
-        ),
-        params![
+    ))?
+    .execute(params![
             attempt.id,
             attempt.run_id,
             attempt.plan_id,
@@ -180,8 +189,7 @@ fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
             attempt.final_text,
             attempt.cut_from,
             attempt.landing.as_ref().map(json_text),
-        ],
-    )?;
+    ])?;
     Ok(())
 }
 
@@ -417,12 +425,7 @@ impl Store {
                     .task(*task_id);
                 log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
             }
-            tx.execute(
-                "UPDATE plans SET revision = revision + 1, updated_at = max(updated_at, ?2)
-                 WHERE id = ?1",
-                params![plan_id, now],
-            )
-            .map_err(&sql)?;
+            bump_revision(tx, plan_id, now).map_err(&sql)?;
             Ok(())
         })
     }
@@ -523,12 +526,7 @@ impl Store {
                     });
                 }
             }
-            tx.execute(
-                "UPDATE plans SET revision = revision + 1, updated_at = max(updated_at, ?2)
-                 WHERE id = ?1",
-                params![plan_id, now],
-            )
-            .map_err(&sql)?;
+            bump_revision(tx, plan_id, now).map_err(&sql)?;
             log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
             Ok(())
         })
