@@ -59,10 +59,16 @@ impl RunLoop<'_> {
     fn launch(&mut self, index: usize) -> Result<Live, String> {
         let task = self.view.plan().tasks[index].clone();
         let limits = attempt::time_limits(&self.config.limits, &task)?;
+        // The task's earlier attempts (every run): this run's count numbers the new one,
+        // and what the ended ones spent counts against the task's budget.
+        let earlier = self
+            .store
+            .attempts_of_task(self.plan_id(), &task.id)
+            .map_err(|e| e.to_string())?;
         let ids = Ids {
             attempt: uuid::Uuid::new_v4().simple().to_string(),
             session: uuid::Uuid::new_v4().hyphenated().to_string(),
-            number: self.next_number(&task.id)?,
+            number: earlier.iter().filter(|a| a.run_id == self.run_id).count() as u32 + 1,
         };
         let place = self.place(index, ids.number);
         let folder = self
@@ -167,27 +173,9 @@ impl RunLoop<'_> {
             spend_stored: (Instant::now(), weft_core::spend::Spend::default()),
             over_budget: None,
             idle_since: None,
-            task_spent_before: self.task_spent(&task.id)?,
+            task_spent_before: super::live::stored_spend(&earlier),
             task,
         })
-    }
-
-    /// What the task's ended attempts spent (every run): its budget covers them all.
-    fn task_spent(&self, task_id: &str) -> Result<weft_core::spend::Spend, String> {
-        let attempts = self
-            .store
-            .attempts_of_task(self.plan_id(), task_id)
-            .map_err(|e| e.to_string())?;
-        Ok(super::live::stored_spend(&attempts))
-    }
-
-    /// The number of the task's next attempt in this run.
-    fn next_number(&self, task_id: &str) -> Result<u32, String> {
-        let attempts = self
-            .store
-            .attempts_of_task(self.plan_id(), task_id)
-            .map_err(|e| e.to_string())?;
-        Ok(attempts.iter().filter(|a| a.run_id == self.run_id).count() as u32 + 1)
     }
 
     /// The attempt's record, before its process started.
