@@ -66,14 +66,7 @@ impl ContainConfig {
     /// base, `runner_pass` and the `env_pass` setting. `None` (a check or an ops task):
     /// the `exec` runner's patterns.
     pub fn passed_env(&self, runner_pass: Option<&[String]>) -> Passed {
-        let exec;
-        let runner_pass = match runner_pass {
-            Some(pass) => pass,
-            None => {
-                exec = Manifest::builtin("exec").map(|m| m.env_pass().to_vec());
-                exec.as_deref().unwrap_or_default()
-            }
-        };
+        let runner_pass = runner_pass.unwrap_or_else(|| exec_env_pass());
         let patterns: Vec<&str> = runner_pass
             .iter()
             .chain(&self.env_pass)
@@ -84,6 +77,17 @@ impl ContainConfig {
             &patterns,
         )
     }
+}
+
+/// The built-in `exec` runner's `env_pass`, parsed once (every launch asks, for its
+/// checks).
+fn exec_env_pass() -> &'static [String] {
+    static PASS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PASS.get_or_init(|| {
+        Manifest::builtin("exec")
+            .map(|m| m.env_pass().to_vec())
+            .unwrap_or_default()
+    })
 }
 
 /// Whether this run's processes are confined; refuses `confine = "landlock"` on a

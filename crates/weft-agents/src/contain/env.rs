@@ -64,17 +64,18 @@ impl std::fmt::Debug for Passed {
 
 /// Whether `name` matches `pattern` (`*`: any run of characters, possibly empty).
 pub fn matches(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or_default();
+    // No allocation: every launch matches each variable against every pattern.
+    let Some((first, tail)) = pattern.split_once('*') else {
+        // No `*`: the whole name.
+        return pattern == name;
+    };
     let Some(mut rest) = name.strip_prefix(first) else {
         return false;
     };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        // No `*`: the whole name.
-        return rest.is_empty();
-    };
-    for part in middle {
+    // `tail` is what follows the first `*`: its last part ends the name, the parts
+    // before it appear in order.
+    let (middle, last) = tail.rsplit_once('*').unwrap_or(("", tail));
+    for part in middle.split('*').filter(|part| !part.is_empty()) {
         match rest.find(part) {
             Some(at) => rest = &rest[at + part.len()..],
             None => return false,
@@ -177,6 +178,29 @@ mod tests {
             ]
         );
         assert_eq!(names(&["*"]).len(), env.len());
+    }
+
+    /// The plain definition: `*` stands for any characters (backtracking).
+    fn glob(pattern: &[u8], name: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some((b'*', rest)) => (0..=name.len()).any(|at| glob(rest, &name[at..])),
+            Some((c, rest)) => name.first() == Some(c) && glob(rest, &name[1..]),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_pattern_matches_exactly_what_its_definition_matches(
+            pattern in "[AB_*]{0,8}",
+            name in "[AB_]{0,10}",
+        ) {
+            proptest::prop_assert_eq!(
+                matches(&pattern, &name),
+                glob(pattern.as_bytes(), name.as_bytes()),
+                "{} against {}", pattern, name
+            );
+        }
     }
 
     #[test]
