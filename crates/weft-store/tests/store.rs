@@ -318,6 +318,54 @@ fn open_existing_without_a_database_is_none_and_creates_nothing() {
     assert_eq!(listing(&dir), Vec::<String>::new());
 }
 
+/// A reader that leaves the log in place keeps the next reader from creating its two
+/// files again; the next writer to close last still folds it into the database file and
+/// deletes it, and nothing committed is lost on the way.
+#[test]
+fn a_reader_leaves_the_log_for_the_next_and_the_next_writer_folds_it_in() {
+    let (_tmp, dir) = workspace();
+    let mut store = create(&dir);
+    let plan = store
+        .create_plan(draft("first", numbered(vec![ai_task("a")])), 1)
+        .unwrap();
+    drop(store);
+    let log_files = |dir: &Path| {
+        listing(dir)
+            .into_iter()
+            .filter(|name| name.ends_with("-wal") || name.ends_with("-shm"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        log_files(&dir),
+        Vec::<String>::new(),
+        "a writer closing last folds the log in"
+    );
+
+    let reader = existing(&dir);
+    reader.leave_log_on_close().unwrap();
+    assert_eq!(ids(&reader.plan(&plan.id).unwrap()), ["a"]);
+    drop(reader);
+    assert_eq!(log_files(&dir), ["weft.db-shm", "weft.db-wal"]);
+
+    let mut writer = existing(&dir);
+    let second = writer
+        .create_plan(draft("second", numbered(vec![ai_task("b")])), 2)
+        .unwrap();
+    drop(writer);
+    assert_eq!(log_files(&dir), Vec::<String>::new());
+    // The database file alone holds both plans.
+    let conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    let goals: Vec<String> = conn
+        .prepare("SELECT goal FROM plans ORDER BY goal")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(goals, ["first", "second"]);
+    assert!(existing(&dir).plan(&second.id).is_ok());
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. One event per change, none for a refused change
 // ---------------------------------------------------------------------------------------

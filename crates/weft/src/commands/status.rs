@@ -27,6 +27,7 @@ pub struct Args {
 pub fn run(args: Args, globals: &Globals) -> CliResult {
     let ctx = Ctx::load(globals)?;
     let store = ctx.store_with_plans()?;
+    store.leave_log_on_close()?;
     let plan_id = ctx.plan_id(&store)?;
     let default_runner = ctx.settings.runner();
     if args.watch {
