@@ -1,7 +1,7 @@
 //! Runs, attempts and control requests: what the engine writes and every other process
 //! reads.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use weft_core::event::{ControlRequest, Event, EventKind, RunTotals};
 use weft_core::{
     Attempt, AttemptStatus, Denial, OutputSummary, Run, RunStatus, TaskStatus, Timestamp, Verdict,
@@ -131,6 +131,69 @@ fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Checked<Attempt>> {
 
 fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("plain data always serializes")
+}
+
+/// [`Store::update_tasks`] inside the caller's transaction.
+fn write_task_updates(
+    tx: &Transaction<'_>,
+    log: &crate::rows::EventLog,
+    sql: &impl Fn(rusqlite::Error) -> StoreError,
+    plan_id: &str,
+    updates: &[(&str, &TaskUpdate)],
+    event: Event,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    for (task_id, update) in updates {
+        let mut sets: Vec<&str> = Vec::new();
+        let status = update.status.map(|s| s.as_str());
+        let verdict = update.verdict.as_ref().map(|v| v.as_ref().map(json_text));
+        let output = update.output.as_ref().map(|o| o.as_ref().map(json_text));
+        if status.is_some() {
+            sets.push("status = :status");
+        }
+        if verdict.is_some() {
+            sets.push("verdict = :verdict");
+        }
+        if output.is_some() {
+            sets.push("output = :output");
+        }
+        if update.hold.is_some() {
+            sets.push("hold = :hold");
+        }
+        if sets.is_empty() {
+            continue;
+        }
+        let statement = format!(
+            "UPDATE tasks SET {} WHERE plan_key = {} AND id = :task",
+            sets.join(", "),
+            plan_key_of!(":plan")
+        );
+        let mut stmt = tx.prepare_cached(&statement).map_err(sql)?;
+        let mut named: Vec<(&str, &dyn rusqlite::ToSql)> =
+            vec![(":plan", &plan_id), (":task", task_id)];
+        if let Some(status) = &status {
+            named.push((":status", status));
+        }
+        if let Some(verdict) = &verdict {
+            named.push((":verdict", verdict));
+        }
+        if let Some(output) = &output {
+            named.push((":output", output));
+        }
+        if let Some(hold) = &update.hold {
+            named.push((":hold", hold));
+        }
+        let changed = stmt.execute(named.as_slice()).map_err(sql)?;
+        if changed == 0 {
+            return Err(StoreError::UnknownTask {
+                plan: plan_id.to_owned(),
+                task: (*task_id).to_owned(),
+            });
+        }
+    }
+    bump_revision(tx, plan_id, now).map_err(sql)?;
+    log.append(tx, Some(plan_id), event, now).map_err(sql)?;
+    Ok(())
 }
 
 /// The plan's run-state rows changed: its revision moves by one (see
@@ -477,59 +540,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
         let log = self.event_log();
-        self.write(|tx| {
-            for (task_id, update) in updates {
-                let mut sets: Vec<&str> = Vec::new();
-                let status = update.status.map(|s| s.as_str());
-                let verdict = update.verdict.as_ref().map(|v| v.as_ref().map(json_text));
-                let output = update.output.as_ref().map(|o| o.as_ref().map(json_text));
-                if status.is_some() {
-                    sets.push("status = :status");
-                }
-                if verdict.is_some() {
-                    sets.push("verdict = :verdict");
-                }
-                if output.is_some() {
-                    sets.push("output = :output");
-                }
-                if update.hold.is_some() {
-                    sets.push("hold = :hold");
-                }
-                if sets.is_empty() {
-                    continue;
-                }
-                let statement = format!(
-                    "UPDATE tasks SET {} WHERE plan_key = {} AND id = :task",
-                    sets.join(", "),
-                    plan_key_of!(":plan")
-                );
-                let mut stmt = tx.prepare_cached(&statement).map_err(&sql)?;
-                let mut named: Vec<(&str, &dyn rusqlite::ToSql)> =
-                    vec![(":plan", &plan_id), (":task", task_id)];
-                if let Some(status) = &status {
-                    named.push((":status", status));
-                }
-                if let Some(verdict) = &verdict {
-                    named.push((":verdict", verdict));
-                }
-                if let Some(output) = &output {
-                    named.push((":output", output));
-                }
-                if let Some(hold) = &update.hold {
-                    named.push((":hold", hold));
-                }
-                let changed = stmt.execute(named.as_slice()).map_err(&sql)?;
-                if changed == 0 {
-                    return Err(StoreError::UnknownTask {
-                        plan: plan_id.to_owned(),
-                        task: (*task_id).to_owned(),
-                    });
-                }
-            }
-            bump_revision(tx, plan_id, now).map_err(&sql)?;
-            log.append(tx, Some(plan_id), event, now).map_err(&sql)?;
-            Ok(())
-        })
+        self.write(|tx| write_task_updates(tx, &log, &sql, plan_id, updates, event, now))
     }
 
     /// Insert or update an attempt row, with an event about the attempt (its run, task
@@ -551,6 +562,43 @@ impl Store {
             log.append(tx, Some(&attempt.plan_id), event, now)
                 .map_err(&sql)?;
             Ok(())
+        })
+    }
+
+    /// [`Store::save_attempt`] and [`Store::update_tasks`] of the attempt's own task, in
+    /// one transaction: an attempt's start (its task in progress) or end (its task's new
+    /// status) is stored whole or not at all, and costs one commit instead of two.
+    pub fn save_attempt_and_task(
+        &mut self,
+        attempt: &Attempt,
+        attempt_event: EventKind,
+        update: &TaskUpdate,
+        task_event: Event,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = self.mapper();
+        let log = self.event_log();
+        self.write(|tx| {
+            write_attempt(tx, attempt).map_err(&sql)?;
+            let event = Event::new(attempt_event)
+                .run(&attempt.run_id)
+                .task(&attempt.task_id)
+                .attempt(&attempt.id);
+            log.append(tx, Some(&attempt.plan_id), event, now)
+                .map_err(&sql)?;
+            let task_event = match task_event.task {
+                Some(_) => task_event,
+                None => task_event.task(&attempt.task_id),
+            };
+            write_task_updates(
+                tx,
+                &log,
+                &sql,
+                &attempt.plan_id,
+                &[(&attempt.task_id, update)],
+                task_event,
+                now,
+            )
         })
     }
 
@@ -756,7 +804,7 @@ impl Store {
 /// The run ended (`status`): its engine released, `ended_at` set, `run_ended` stored; the
 /// one way [`Store::release_run`] and [`Store::release_run_resetting`] end a run.
 fn end_run(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Transaction<'_>,
     log: &crate::rows::EventLog,
     run_id: &str,
     plan_id: &str,

@@ -5,69 +5,11 @@ use std::io::Write;
 use std::path::Path;
 
 use weft_core::event::EventKind;
-use weft_core::{Attempt, AttemptStatus, PlanStatus, Task};
-use weft_store::{OUTPUT_CHUNK_MAX, OpenOptions, PlanDraft, Store};
+use weft_core::{Attempt, AttemptStatus};
+use weft_store::{OUTPUT_CHUNK_MAX, OpenOptions, Store};
 
-fn store_with_attempt(dir: &Path, log: &Path) -> (Store, Attempt) {
-    let mut store = Store::open_or_create(&dir.join(".weft"), OpenOptions::default()).unwrap();
-    let mut task = Task::new("a", "A");
-    task.prompt = "do a".into();
-    task.order = 1;
-    let plan = store
-        .create_plan(
-            PlanDraft {
-                goal: "g".into(),
-                runner: None,
-                status: PlanStatus::Approved,
-                tasks: vec![task],
-                source: "test".into(),
-            },
-            1,
-        )
-        .unwrap();
-    store
-        .claim_run(&plan.id, "r1", (1, 1), &|_, _| false, 1)
-        .unwrap();
-    let attempt = Attempt {
-        id: "0123456789abcdef0123456789abcdef".into(),
-        run_id: "r1".into(),
-        plan_id: plan.id.clone(),
-        task_id: "a".into(),
-        number: 1,
-        runner: "exec".into(),
-        status: AttemptStatus::Running,
-        cwd: dir.display().to_string(),
-        worktree: None,
-        branch: None,
-        marker: None,
-        session_id: None,
-        agent_session_id: None,
-        pid: None,
-        process_group: None,
-        process_start_ticks: None,
-        exit_code: None,
-        signal: None,
-        started_at: 2,
-        ended_at: None,
-        verdict: None,
-        log_path: Some(log.display().to_string()),
-        input_tokens: None,
-        output_tokens: None,
-        cost_usd: None,
-        denials: Vec::new(),
-        final_text: None,
-        cut_from: None,
-        landing: None,
-    };
-    let started = EventKind::AttemptStarted {
-        number: 1,
-        runner: "exec".into(),
-        pid: None,
-        links: Vec::new(),
-    };
-    store.save_attempt(&attempt, started, 2).unwrap();
-    (store, attempt)
-}
+mod support;
+use support::store_with_attempt;
 
 fn append(path: &Path, text: &str) {
     let mut file = std::fs::OpenOptions::new()
@@ -170,5 +112,62 @@ fn reads_are_bounded_and_unknown_attempts_are_none() {
             .read_output("no-such-attempt", 0, 10)
             .unwrap()
             .is_none()
+    );
+}
+
+/// An attempt's row and its task's new status are one write: when the task update is
+/// refused, the attempt row is not changed either, and no event is appended.
+#[test]
+fn an_attempt_and_its_task_are_stored_together_or_not_at_all() {
+    use weft_core::TaskStatus;
+    use weft_core::event::Event;
+    use weft_store::TaskUpdate;
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("a.log");
+    let (mut store, attempt) = store_with_attempt(tmp.path(), &log);
+    let events_before = store.events(None, 0, 1000).unwrap().len();
+    let ended = Attempt {
+        status: AttemptStatus::Passed,
+        ended_at: Some(3),
+        task_id: "no-such-task".into(),
+        ..attempt.clone()
+    };
+    let update = TaskUpdate::status(TaskStatus::Completed);
+    let finished = EventKind::LandingStarted { branch: "b".into() };
+    let refused = store.save_attempt_and_task(
+        &ended,
+        finished.clone(),
+        &update,
+        Event::new(EventKind::Notice { text: "t".into() }),
+        3,
+    );
+    assert!(refused.is_err(), "{refused:?}");
+    let stored = store.attempt(&attempt.id).unwrap().unwrap();
+    assert_eq!(stored.status, AttemptStatus::Running);
+    assert_eq!(stored.task_id, "a");
+    assert_eq!(store.events(None, 0, 1000).unwrap().len(), events_before);
+
+    let ended = Attempt {
+        task_id: "a".into(),
+        ..ended
+    };
+    store
+        .save_attempt_and_task(
+            &ended,
+            finished,
+            &update,
+            Event::new(EventKind::Notice { text: "t".into() }),
+            3,
+        )
+        .unwrap();
+    assert_eq!(
+        store.attempt(&attempt.id).unwrap().unwrap().status,
+        AttemptStatus::Passed
+    );
+    let plan = store.plan(&attempt.plan_id).unwrap();
+    assert_eq!(plan.tasks[0].status, TaskStatus::Completed);
+    assert_eq!(
+        store.events(None, 0, 1000).unwrap().len(),
+        events_before + 2
     );
 }

@@ -113,7 +113,12 @@ impl RunLoop<'_> {
         // The task's timeout bounds its checks too, as the setting does.
         checks.timeout = limits.timeout;
         let checks_id = format!("{}-checks", ids.attempt);
-        checks.contain = crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
+        // A task without checks runs none: their containment (an environment filter and
+        // a listing of the folder, per launch) is not worked out.
+        if !checks.commands.is_empty() {
+            checks.contain =
+                crate::contain::containment(self.config, &checks_id, &folder.path, None)?;
+        }
         let mut options = supervise_options(self.config, log_path, launch.marker.as_ref());
         options.timeout = limits.timeout;
         options.idle_timeout = limits.idle_timeout;
@@ -266,7 +271,6 @@ impl RunLoop<'_> {
             pid: record.pid,
             links,
         };
-        self.store.save_attempt(record, started, now())?;
         let update = TaskUpdate {
             status: Some(TaskStatus::InProgress),
             ..TaskUpdate::default()
@@ -285,6 +289,6 @@ impl RunLoop<'_> {
         .run(&record.run_id)
         .attempt(&record.id);
         self.view
-            .update_task(&mut self.store, &record.task_id, &update, event)
+            .save_attempt_and_task(&mut self.store, record, started, &update, event)
     }
 }

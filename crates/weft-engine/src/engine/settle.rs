@@ -334,7 +334,6 @@ impl RunLoop<'_> {
             transcript,
             duration_ms,
         };
-        self.store.save_attempt(&attempt, finished, now())?;
         if task_status == TaskStatus::Completed
             && matches!(attempt.landing, Some(Landing::Landed { .. }))
         {
@@ -361,7 +360,7 @@ impl RunLoop<'_> {
         .run(&attempt.run_id)
         .attempt(&attempt.id);
         self.view
-            .update_task(&mut self.store, &attempt.task_id, &update, event)?;
+            .save_attempt_and_task(&mut self.store, &attempt, finished, &update, event)?;
         self.after_end(&attempt.task_id, task_status)
     }
 

@@ -175,6 +175,22 @@ impl PlanView {
         self.update_tasks(store, &[(id, update)], event)
     }
 
+    /// Store an attempt row with its event and its task's `update` with `event`, in one
+    /// transaction ([`Store::save_attempt_and_task`]), and apply the update here.
+    pub fn save_attempt_and_task(
+        &mut self,
+        store: &mut Store,
+        attempt: &weft_core::Attempt,
+        attempt_event: EventKind,
+        update: &TaskUpdate,
+        event: Event,
+    ) -> Result<(), EngineError> {
+        store.save_attempt_and_task(attempt, attempt_event, update, event, now())?;
+        self.revision += 1;
+        self.apply(&attempt.task_id, update);
+        Ok(())
+    }
+
     /// Store the plan's overall status.
     pub fn set_status(&mut self, store: &mut Store, status: PlanStatus) -> Result<(), EngineError> {
         store.set_plan_status(&self.plan.id, status, now())?;
