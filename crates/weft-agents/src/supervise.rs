@@ -13,13 +13,15 @@
 //! - **permission deciders** (relayed launches only): one per `control_request`, calling
 //!   [`SuperviseOptions::relay`], which may wait for a person; the monitor keeps watching
 //!   meanwhile (timeouts and cancellation still apply).
-//! - **readers**, one per output pipe (stdout, stderr; or the pty master): read until EOF
-//!   and pass chunks (at most 64 KiB) over a bounded channel. They never stop early, so
-//!   the child never sees a closed pipe; when the channel is full they wait, which stalls
-//!   the child's writes (flow control) rather than growing memory.
-//! - **exit watcher**: `waitid(WEXITED | WNOWAIT)` on the child. It learns of the exit
-//!   without reaping, so the exited leader stays a zombie and its pid, which is also the
-//!   process group id, cannot be reused while the group is still being signalled.
+//! - **output** (`output.rs`): polls the output pipes (stdout, stderr; or the pty master)
+//!   and a pidfd of the child. It reads each pipe until EOF and passes chunks (at most
+//!   64 KiB) over a bounded channel; it never stops early, so the child never sees a
+//!   closed pipe, and when the channel is full it waits, which stalls the child's writes
+//!   (flow control) rather than growing memory. The pidfd tells it of the exit without
+//!   reaping, so the exited leader stays a zombie and its pid, which is also the process
+//!   group id, cannot be reused while the group is still being signalled. Without pidfds
+//!   (Linux before 5.3): a reader thread per pipe and one blocked in
+//!   `waitid(WEXITED | WNOWAIT)`.
 //! - **monitor**: owns every piece of state. It masks, logs, keeps the tail, splits lines,
 //!   parses the structured stream, scans for the marker and emits events. It also
 //!   enforces the wall-clock timeout, the idle notice, the marker grace and cancellation.
@@ -66,6 +68,7 @@
 
 mod buffers;
 mod monitor;
+mod output;
 pub(crate) mod process;
 
 use std::fmt;
@@ -400,10 +403,8 @@ pub struct Attempt {
     tmp_dir: Option<PathBuf>,
 }
 
-/// Chunks in flight between the readers and the monitor.
+/// Chunks in flight between the reading thread and the monitor.
 const CHANNEL_DEPTH: usize = 32;
-/// Bytes per read.
-const READ_CHUNK: usize = 64 * 1024;
 
 impl Attempt {
     /// Writes the prompt file (if any), creates the log, starts the process in its own
@@ -544,7 +545,7 @@ impl Attempt {
         }
     }
 
-    /// Starts the stdin writer, readers and exit watcher; returns the monitor to run.
+    /// Starts the stdin writer and the output thread; returns the monitor to run.
     fn supervise(
         child: &mut Child,
         spec: &LaunchSpec,
@@ -593,29 +594,20 @@ impl Attempt {
                     })?;
             }
         }
-        match master {
-            Some(master) => spawn_reader(
-                std::fs::File::from(master),
-                OutputStream::Stdout,
-                tx.clone(),
-                pid,
-            )?,
+        let sources = match master {
+            Some(master) => vec![(master, OutputStream::Stdout)],
             None => {
+                let mut sources = Vec::with_capacity(2);
                 if let Some(stdout) = child.stdout.take() {
-                    spawn_reader(stdout, OutputStream::Stdout, tx.clone(), pid)?;
+                    sources.push((OwnedFd::from(stdout), OutputStream::Stdout));
                 }
                 if let Some(stderr) = child.stderr.take() {
-                    spawn_reader(stderr, OutputStream::Stderr, tx.clone(), pid)?;
+                    sources.push((OwnedFd::from(stderr), OutputStream::Stderr));
                 }
+                sources
             }
-        }
-        let watcher_tx = tx.clone();
-        thread::Builder::new()
-            .name(format!("weft-exit-{pid}"))
-            .spawn(move || {
-                monitor::watch_exit(pid);
-                let _ = watcher_tx.send(Msg::Exited);
-            })?;
+        };
+        output::spawn(sources, pid, tx.clone())?;
         let requested = Arc::new(AtomicBool::new(false));
         let canceller = Canceller {
             tx,
@@ -725,36 +717,6 @@ pub(crate) fn spawn_retrying(command: &mut Command) -> io::Result<Child> {
             other => return other,
         }
     }
-}
-
-fn spawn_reader(
-    mut source: impl io::Read + Send + 'static,
-    stream: OutputStream,
-    tx: SyncSender<Msg>,
-    pid: u32,
-) -> io::Result<()> {
-    thread::Builder::new()
-        .name(format!("weft-{}-{pid}", stream.as_str()))
-        .spawn(move || {
-            let mut buf = vec![0u8; READ_CHUNK];
-            loop {
-                match source.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if tx.send(Msg::Chunk(stream, buf[..n].to_vec())).is_err() {
-                            // The monitor gave up on this pipe (held open by a process
-                            // outside the group): stop reading.
-                            return;
-                        }
-                    }
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    // EIO: the pty's slave side is closed everywhere, the pty's EOF.
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send(Msg::Eof(stream));
-        })?;
-    Ok(())
 }
 
 /// A pseudo-terminal pair, both ends close-on-exec (the child gets the slave through its

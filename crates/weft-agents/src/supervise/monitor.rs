@@ -9,10 +9,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
 use nix::sys::signal::Signal;
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
-use nix::unistd::Pid;
 
 use super::buffers::{LineSplitter, LogFile, Masker, Secrets, Tail, keep_first};
 use super::process::{group_alive, signal_group};
@@ -39,23 +36,6 @@ pub(crate) enum Msg {
 fn after(at: Instant, wait: Duration) -> Instant {
     at.checked_add(wait)
         .unwrap_or_else(|| at + Duration::from_secs(100 * 365 * 24 * 3600))
-}
-
-/// Blocks until the process exits, without reaping it.
-pub(crate) fn watch_exit(pid: u32) {
-    let Ok(raw) = i32::try_from(pid) else {
-        return;
-    };
-    loop {
-        match waitid(
-            Id::Pid(Pid::from_raw(raw)),
-            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
-        ) {
-            Err(Errno::EINTR) => {}
-            // Exited, or cannot be waited for (then `Child::wait` will say so).
-            _ => return,
-        }
-    }
 }
 
 /// A structured stream's lines may be long (a whole tool result); beyond this they are
@@ -246,7 +226,7 @@ impl Monitor {
                 Ok(msg) => self.handle(msg),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    // Every reader and the watcher are gone (and no canceller is left).
+                    // The output thread is gone (and no canceller is left).
                     for index in 0..2 {
                         if self.pipes[index].open {
                             self.close_pipe(index);
