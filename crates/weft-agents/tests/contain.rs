@@ -56,6 +56,12 @@ fn options(dir: &Path, timeout: Duration, contain: Containment) -> SuperviseOpti
     options
 }
 
+/// Starts `launch` contained (no confinement), its events unread.
+fn start(launch: &LaunchSpec, dir: &Path, timeout: Duration) -> Attempt {
+    let (tx, _rx) = channel();
+    Attempt::start(launch, options(dir, timeout, containment(None, None)), tx).expect("starts")
+}
+
 fn read_pid(path: &Path) -> u32 {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
@@ -167,13 +173,7 @@ fn the_agent_starts_with_no_signal_blocked_or_ignored() {
     let mut launch = spec(dir.path(), "");
     launch.program = "cat".into();
     launch.args = vec!["/proc/self/status".into()];
-    let (tx, _rx) = channel();
-    let attempt = Attempt::start(
-        &launch,
-        options(dir.path(), Duration::from_secs(30), containment(None, None)),
-        tx,
-    )
-    .expect("starts");
+    let attempt = start(&launch, dir.path(), Duration::from_secs(30));
     let outcome = attempt.wait();
     assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
     let field = |name: &str| {
@@ -201,10 +201,7 @@ fn a_supervisor_that_ended_its_whole_tree_exits_named_clear() {
     let dir = tempfile::tempdir().unwrap();
     let mut supervisor = Command::new(SUPERVISOR)
         .args([SUPERVISOR_ARG, "--grace-ms", "300", "--", "sh", "-c"])
-        .arg(format!(
-            "{ESCAPEES}
-exit 0"
-        ))
+        .arg(format!("{ESCAPEES}\nexit 0"))
         .current_dir(dir.path())
         .process_group(0)
         .stdin(Stdio::null())
@@ -214,7 +211,7 @@ exit 0"
         .unwrap();
     let pids = escapees(dir.path());
     let pid = i32::try_from(supervisor.id()).unwrap();
-    // Exited, not reaped: what the engine's exit watcher sees.
+    // Exited, not reaped: what the engine's output thread sees.
     waitid(
         Id::Pid(nix::unistd::Pid::from_raw(pid)),
         WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
@@ -237,13 +234,7 @@ fn what_an_agent_that_killed_its_supervisor_left_in_the_group_is_ended() {
         "-c".into(),
         "sleep 300 & echo $! > child.pid; echo $$ > agent.pid; kill -KILL $PPID; sleep 300".into(),
     ];
-    let (tx, _rx) = channel();
-    let attempt = Attempt::start(
-        &launch,
-        options(dir.path(), Duration::from_secs(60), containment(None, None)),
-        tx,
-    )
-    .expect("starts");
+    let attempt = start(&launch, dir.path(), Duration::from_secs(60));
     let pids = [
         ("agent", read_pid(&dir.path().join("agent.pid"))),
         ("child", read_pid(&dir.path().join("child.pid"))),

@@ -206,6 +206,24 @@ fn bump_revision(conn: &Connection, plan_id: &str, now: Timestamp) -> rusqlite::
     Ok(())
 }
 
+/// The attempt's row and an event about it (its run, task and id filled in where the
+/// event names none).
+fn write_attempt_with_event(
+    conn: &Connection,
+    log: &crate::rows::EventLog,
+    attempt: &Attempt,
+    event: EventKind,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    write_attempt(conn, attempt)?;
+    let event = Event::new(event)
+        .run(&attempt.run_id)
+        .task(&attempt.task_id)
+        .attempt(&attempt.id);
+    log.append(conn, Some(&attempt.plan_id), event, now)?;
+    Ok(())
+}
+
 fn write_attempt(conn: &Connection, attempt: &Attempt) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
             "INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
@@ -553,16 +571,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = self.mapper();
         let log = self.event_log();
-        self.write(|tx| {
-            write_attempt(tx, attempt).map_err(&sql)?;
-            let event = Event::new(event)
-                .run(&attempt.run_id)
-                .task(&attempt.task_id)
-                .attempt(&attempt.id);
-            log.append(tx, Some(&attempt.plan_id), event, now)
-                .map_err(&sql)?;
-            Ok(())
-        })
+        self.write(|tx| write_attempt_with_event(tx, &log, attempt, event, now).map_err(&sql))
     }
 
     /// [`Store::save_attempt`] and [`Store::update_tasks`] of the attempt's own task, in
@@ -579,13 +588,7 @@ impl Store {
         let sql = self.mapper();
         let log = self.event_log();
         self.write(|tx| {
-            write_attempt(tx, attempt).map_err(&sql)?;
-            let event = Event::new(attempt_event)
-                .run(&attempt.run_id)
-                .task(&attempt.task_id)
-                .attempt(&attempt.id);
-            log.append(tx, Some(&attempt.plan_id), event, now)
-                .map_err(&sql)?;
+            write_attempt_with_event(tx, &log, attempt, attempt_event, now).map_err(&sql)?;
             let task_event = match task_event.task {
                 Some(_) => task_event,
                 None => task_event.task(&attempt.task_id),
