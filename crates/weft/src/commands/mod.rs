@@ -143,14 +143,29 @@ pub fn print_plan_map(
     }
 }
 
+/// The pipe size [`bulk_stdout`] asks for: the default `/proc/sys/fs/pipe-max-size`, so
+/// any user may.
+const PIPE_SIZE: i32 = 1024 * 1024;
+
 /// Standard output for a large write (a plan map, status JSON), in 64 KiB blocks. It goes
 /// to a duplicate of the descriptor, not through std's `Stdout`, whose line buffer searches
 /// every block for its last newline (a twentieth of `weft status --json` on 10,000 tasks);
 /// what std had buffered is flushed first, so the order of the output holds. If the
 /// descriptor cannot be duplicated, std's `Stdout` it is.
+///
+/// When standard output is a pipe, it is grown to [`PIPE_SIZE`] first (where the kernel
+/// allows; otherwise it stays as it is): a pipe holds 64 KiB by default, so 2.6 MB of
+/// status JSON took forty turns of writer and reader, each waiting on the other. With
+/// 1 MiB, three: `weft status --json` on 10,000 tasks read through a pipe took a tenth
+/// less time.
 pub fn bulk_stdout() -> std::io::BufWriter<Box<dyn Write>> {
     use std::os::fd::AsFd as _;
     let mut stdout = std::io::stdout();
+    // Fails on anything but a pipe, or past the user's pipe allowance: then as it is.
+    let _ = nix::fcntl::fcntl(
+        stdout.as_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE),
+    );
     let raw: Box<dyn Write> = match stdout
         .flush()
         .and_then(|()| stdout.as_fd().try_clone_to_owned())

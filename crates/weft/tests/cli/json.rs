@@ -188,3 +188,23 @@ fn a_usage_error_with_json_is_a_json_line_and_exits_2() {
         help.stdout
     );
 }
+
+/// A large output to a pipe first grows the pipe (`commands::bulk_stdout`), so that writer
+/// and reader take fewer turns; the output is the same.
+#[test]
+fn status_json_into_a_pipe_grows_the_pipe_first() {
+    use nix::fcntl::{FcntlArg, fcntl};
+    let weft = Weft::new();
+    weft.import_sample();
+    let expected = weft.status_json();
+    let (read, write) = nix::unistd::pipe().unwrap();
+    let mut command = weft.command(&["status", "--json"]);
+    command.stdout(std::process::Stdio::from(write));
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(fcntl(&read, FcntlArg::F_GETPIPE_SZ).unwrap(), 1024 * 1024);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(read), &mut out).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
+}
