@@ -252,7 +252,7 @@ pub fn supervisor_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
     if ended.survivors > 0 {
         say(&format!(
-            "{} process(es) of this attempt were still alive after SIGKILL; the engine ends what is left in the attempt's process group",
+            "{} process(es) of this attempt were still alive after SIGKILL; the engine looks for them in the attempt's process group",
             ended.survivors
         ));
     }
