@@ -146,3 +146,36 @@ proptest! {
         prop_assert_eq!(String::from_utf8(out).unwrap(), text);
     }
 }
+
+/// Found by `streaming_gives_what_masking_the_whole_text_gives` (CI, 2026-12-04): a
+/// private key right after a run another shape skips (two JWTs back to back, which read
+/// as one dotted run into the key's `-----BEGIN`), with the stream cut inside the key's
+/// BEGIN line. The run was decided at the cut and the search went on after it, so the
+/// key's BEGIN line was never looked at and its body came out whole.
+#[test]
+fn a_key_whose_begin_line_is_cut_right_after_a_skipped_run_is_still_masked() {
+    let masker = Masker::new(&["1HRIHfKd".to_owned()]);
+    let key = "-----BEGIN RSA PRIVATE KEY-----\nAAA0A+++A/A00aaAa+0A0+AaAa0AaaAA0A0+++A+A/aAA0\n-----END RSA PRIVATE KEY-----";
+    let jwts = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOjF9.A_0A0-a0aA0A0A_-_A_-aa--a-A0\
+                eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOjF9.A0a_A0a__AAaaaAaAAAa-0a_A_0AAa0Aa0AA0";
+    for before in [format!("{key}{jwts}"), jwts.to_owned(), format!("x {jwts}")] {
+        let text = format!("{before}{key}tail");
+        let whole = masker.mask_bytes(text.as_bytes()).into_owned();
+        assert_eq!(
+            String::from_utf8_lossy(&whole).matches("\n****\n").count(),
+            if before.starts_with("-----") { 2 } else { 1 },
+            "{}",
+            String::from_utf8_lossy(&whole)
+        );
+        // Every cut inside the second BEGIN line, and around it.
+        for cut in before.len().saturating_sub(3)..before.len() + 14 {
+            let out = streamed(&masker, text.as_bytes(), &[cut]);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&whole),
+                "cut at {cut} (the BEGIN line starts at {})",
+                before.len()
+            );
+        }
+    }
+}

@@ -332,7 +332,26 @@ fn scan_from(hay: &Hay<'_>, pos: &mut usize, spans: &mut Vec<Span>) -> Option<(O
     while let Some((pattern, at, end)) = triggers.find(*pos) {
         let kind = TRIGGERS[pattern].1;
         let next = match detect(hay, at, end - at, kind) {
-            Found::Skip(next) => before_pem(buf, end, next, kind),
+            Found::Skip(next) => {
+                let cut = before_pem(buf, end, next, kind);
+                if cut >= buf.len() && !hay.eof && ends_in_begin_prefix(buf, end, kind) {
+                    // The run this shape skips reaches the end of what has arrived, and
+                    // that end may be the start of a key's BEGIN line, which would end
+                    // the run (`before_pem`). The next bytes tell: the search starts at
+                    // this trigger again then, as a whole-text scan would have gone on.
+                    // A skipped run has no mask, so nothing is held (`span_start` at the
+                    // end); the BEGIN line itself is never masked.
+                    *pos = at;
+                    let open = Open {
+                        trigger: at,
+                        span_start: buf.len(),
+                        repl: Repl::Mask,
+                        cont: Cont::PemEnd,
+                    };
+                    return Some((open, buf.len()));
+                }
+                cut
+            }
             Found::Span(mut span, next) => {
                 let cut = before_pem(buf, end, next, kind);
                 if cut < next {
@@ -380,6 +399,13 @@ fn before_pem(buf: &[u8], from: usize, next: usize, kind: Kind) -> usize {
 }
 
 const PEM_BEGIN: &[u8] = b"-----BEGIN ";
+
+/// Whether `buf`, after `from`, ends with the first bytes (not all) of a BEGIN line: a
+/// line a stream may still complete. A PEM key's own run is not cut by one.
+fn ends_in_begin_prefix(buf: &[u8], from: usize, kind: Kind) -> bool {
+    kind != Kind::Pem
+        && (1..PEM_BEGIN.len()).any(|n| buf.len() - from >= n && buf.ends_with(&PEM_BEGIN[..n]))
+}
 
 /// A JWT's mask starts at its trigger: a trailing `e` or `ey` is held.
 fn partial_jwt(hay: &Hay<'_>) -> Option<(Open, usize)> {
