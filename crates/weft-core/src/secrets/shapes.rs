@@ -334,13 +334,20 @@ fn scan_from(hay: &Hay<'_>, pos: &mut usize, spans: &mut Vec<Span>) -> Option<(O
         let next = match detect(hay, at, end - at, kind) {
             Found::Skip(next) => {
                 let cut = before_pem(buf, end, next, kind);
-                if cut >= buf.len() && !hay.eof && ends_in_begin_prefix(buf, end, kind) {
+                if cut >= buf.len()
+                    && !hay.eof
+                    && buf.len() - at <= super::HOLD
+                    && ends_in_begin_prefix(buf, end, kind)
+                {
                     // The run this shape skips reaches the end of what has arrived, and
                     // that end may be the start of a key's BEGIN line, which would end
                     // the run (`before_pem`). The next bytes tell: the search starts at
                     // this trigger again then, as a whole-text scan would have gone on.
                     // A skipped run has no mask, so nothing is held (`span_start` at the
-                    // end); the BEGIN line itself is never masked.
+                    // end); the BEGIN line itself is never masked. Bounded: a stream
+                    // keeps the run from its trigger on, so a run longer than `HOLD` is
+                    // decided at the cut as before (a key after 16 KiB of one run, cut
+                    // inside its BEGIN line, is the case this does not cover).
                     *pos = at;
                     let open = Open {
                         trigger: at,
