@@ -36,9 +36,19 @@ impl StreamMasker {
                 }
                 Some((n, literal)) => {
                     out.extend_from_slice(literal);
+                    let dropped = dropping.dropped + n;
+                    let is_run = matches!(dropping.cont, Cont::Run(_));
                     self.remember(&chunk[..n]);
                     self.dropping = None;
                     chunk = &chunk[n..];
+                    if is_run {
+                        // What was dropped last may be a key's BEGIN line that the run
+                        // read on into: it goes back to the scan (see `begin_back`).
+                        let back = begin_back(&self.carry, chunk.first().copied(), dropped);
+                        self.emitted -= back;
+                        self.shape_from = self.emitted;
+                        self.exact_from = self.emitted;
+                    }
                 }
             }
         }
@@ -94,9 +104,18 @@ impl StreamMasker {
                     }
                     Some((n, literal)) => {
                         out.extend_from_slice(literal);
-                        self.emitted = at + n;
+                        let back = if matches!(open.cont, Cont::Run(_)) {
+                            begin_back(&self.carry[..at + n], self.carry.get(at + n).copied(), n)
+                        } else {
+                            0
+                        };
+                        self.emitted = at + n - back;
                         self.exact_from = self.emitted;
-                        self.shape_from = self.emitted.max(open.trigger + 1);
+                        self.shape_from = if back > 0 {
+                            self.emitted
+                        } else {
+                            self.emitted.max(open.trigger + 1)
+                        };
                         continue;
                     }
                 }
@@ -147,6 +166,23 @@ impl StreamMasker {
     }
 }
 
+/// How many of the last bytes of `kept` (at most `dropped`, the bytes the run dropped)
+/// are a private key's `-----BEGIN` that an overlong run of token bytes read on into,
+/// `next` being the byte after them: then they go back to the scan, which finds the key.
+///
+/// Why: `-` and letters are token bytes, so a run dropped because it outgrew the hold
+/// bound (`Cont::Run`) went on through the BEGIN line up to its space, and the key's body
+/// came out whole. Masking the whole text ends such a run where the BEGIN line starts
+/// (`shapes::before_pem`); this does the same for the stream.
+fn begin_back(kept: &[u8], next: Option<u8>, dropped: usize) -> usize {
+    const BEGIN: &[u8] = b"-----BEGIN";
+    if next == Some(b' ') && kept.ends_with(BEGIN) {
+        BEGIN.len().min(dropped)
+    } else {
+        0
+    }
+}
+
 /// Recognises the rest of a candidate being dropped.
 #[derive(Debug)]
 struct Dropping {
@@ -155,6 +191,8 @@ struct Dropping {
     tail: Vec<u8>,
     /// The last byte dropped was a backslash that escapes the next.
     escape: bool,
+    /// Bytes dropped so far (before the current chunk).
+    dropped: usize,
 }
 
 const PEM_END: &[u8] = b"-----END ";
@@ -165,6 +203,7 @@ impl Dropping {
             cont,
             tail: Vec::new(),
             escape: false,
+            dropped: 0,
         }
     }
 
@@ -172,6 +211,14 @@ impl Dropping {
     /// and the candidate goes on; `Some((n, literal))`: it ended after `n` bytes, and
     /// `literal` (bytes dropped earlier that belong to what follows) is written first.
     fn consume(&mut self, chunk: &[u8]) -> Option<(usize, &'static [u8])> {
+        let ended = self.consume_inner(chunk);
+        if ended.is_none() {
+            self.dropped += chunk.len();
+        }
+        ended
+    }
+
+    fn consume_inner(&mut self, chunk: &[u8]) -> Option<(usize, &'static [u8])> {
         match self.cont {
             Cont::Run(class) => chunk
                 .iter()

@@ -311,3 +311,39 @@ fn an_overlong_candidate_is_masked_from_its_start_and_dropped_to_its_end() {
     let chunks: Vec<&[u8]> = text.as_bytes().chunks(777).collect();
     assert_eq!(stream(&masker, &chunks), "x sk-**** y");
 }
+
+/// A run of token bytes longer than the hold bound is masked from its start and dropped
+/// to its end; `-` and letters are token bytes, so the run read on into a private key's
+/// BEGIN line right after it, and the key's body came out whole. It stops where the
+/// BEGIN line starts, as masking the whole text does, wherever the stream is cut.
+#[test]
+fn an_overlong_run_right_before_a_key_leaves_the_key_to_be_masked() {
+    let masker = Masker::default();
+    let key = "-----BEGIN PRIVATE KEY-----\nQUJDREVG\n-----END PRIVATE KEY-----\n";
+    for run in [
+        format!("ghp_{}", "a".repeat(2 * HOLD)),
+        format!("sk-1{}", "-".repeat(3 * HOLD)),
+        format!(
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOjF9.A0a_A0a__AAaaaAa{}",
+            "-".repeat(4 * HOLD)
+        ),
+    ] {
+        let text = format!("x {run}{key}y\n");
+        let whole = masker.mask(&text).into_owned();
+        assert!(!whole.contains("QUJD"), "{whole}");
+        // Cuts everywhere in and around the BEGIN line, and plain chunk sizes.
+        let begin = 2 + run.len();
+        for cut in begin - 12..begin + 12 {
+            let (a, b) = text.as_bytes().split_at(cut);
+            assert_eq!(
+                stream(&masker, &[a, b]),
+                whole,
+                "cut at {cut}, BEGIN at {begin}"
+            );
+        }
+        for size in [1000, 777, 4096] {
+            let chunks: Vec<&[u8]> = text.as_bytes().chunks(size).collect();
+            assert_eq!(stream(&masker, &chunks), whole, "chunks of {size}");
+        }
+    }
+}
