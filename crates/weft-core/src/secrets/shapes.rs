@@ -352,6 +352,8 @@ fn scan_from(hay: &Hay<'_>, pos: &mut usize, spans: &mut Vec<Span>) -> Option<(O
                     let open = Open {
                         trigger: at,
                         span_start: buf.len(),
+                        // Never used: with nothing held, the stream never finds this
+                        // candidate held too long (which masks and drops with these).
                         repl: Repl::Mask,
                         cont: Cont::PemEnd,
                     };
@@ -405,7 +407,8 @@ fn before_pem(buf: &[u8], from: usize, next: usize, kind: Kind) -> usize {
     }
 }
 
-const PEM_BEGIN: &[u8] = b"-----BEGIN ";
+/// The start of a private key's BEGIN line (a run of other shapes ends before it).
+pub(crate) const PEM_BEGIN: &[u8] = b"-----BEGIN ";
 
 /// Whether `buf`, after `from`, ends with the first bytes (not all) of a BEGIN line: a
 /// line a stream may still complete. A PEM key's own run is not cut by one.

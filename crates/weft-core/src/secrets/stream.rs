@@ -1,6 +1,6 @@
 //! The streaming form of the masker: chunks in, masked bytes out, a bounded carry.
 
-use super::shapes::{Cont, Hay, MAX_TRIGGER_LEN};
+use super::shapes::{Cont, Hay, MAX_TRIGGER_LEN, PEM_BEGIN};
 use super::{CONTEXT, Masker, write_masked};
 
 /// Masks a byte stream that arrives in arbitrary chunks (see the parent module for the
@@ -175,9 +175,10 @@ impl StreamMasker {
 /// came out whole. Masking the whole text ends such a run where the BEGIN line starts
 /// (`shapes::before_pem`); this does the same for the stream.
 fn begin_back(kept: &[u8], next: Option<u8>, dropped: usize) -> usize {
-    const BEGIN: &[u8] = b"-----BEGIN";
-    if next == Some(b' ') && kept.ends_with(BEGIN) {
-        BEGIN.len().min(dropped)
+    // The line's bytes up to its space, which ends the run; the space is `next`.
+    let (begin, space) = PEM_BEGIN.split_at(PEM_BEGIN.len() - 1);
+    if next == Some(space[0]) && kept.ends_with(begin) {
+        begin.len().min(dropped)
     } else {
         0
     }

@@ -264,11 +264,7 @@ fn a_stale_packed_refs_lock_is_removed_but_one_a_process_holds_open_is_named() {
     let base = fx.main();
     repo.create_branch("weft/run1/1-task", &base).unwrap();
     repo.create_branch("weft/run1/2-task", &base).unwrap();
-    let packed = std::process::Command::new("git")
-        .args(["-C", &fx.path().to_string_lossy(), "pack-refs", "--all"])
-        .status()
-        .unwrap();
-    assert!(packed.success());
+    fx.run(&["pack-refs", "--all"]);
     let lock = fx.path().join(".git/packed-refs.lock");
 
     // Held open by a live process (this test): kept, and the delete fails naming it.
@@ -299,11 +295,7 @@ fn both_locks_a_killed_branch_delete_left_are_removed_and_the_delete_goes_on() {
     let repo = fx.open();
     let base = fx.main();
     repo.create_branch("weft/run1/1-task", &base).unwrap();
-    let packed = std::process::Command::new("git")
-        .args(["-C", &fx.path().to_string_lossy(), "pack-refs", "--all"])
-        .status()
-        .unwrap();
-    assert!(packed.success());
+    fx.run(&["pack-refs", "--all"]);
     let ref_lock = fx.path().join(".git/refs/heads/weft/run1/1-task.lock");
     let packed_lock = fx.path().join(".git/packed-refs.lock");
     fs::create_dir_all(ref_lock.parent().unwrap()).unwrap();

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use weft_core::event::EventKind;
-use weft_core::{Attempt, AttemptStatus, PlanStatus, Task};
+use weft_core::{Attempt, PlanStatus, Task};
 use weft_store::{OpenOptions, PlanDraft, Store};
 
 /// A temporary workspace and the path of its (not yet created) state folder.
@@ -43,35 +43,17 @@ pub fn store_with_attempt(dir: &Path, log: &Path) -> (Store, Attempt) {
         .claim_run(&plan.id, "r1", (1, 1), &|_, _| false, 1)
         .unwrap();
     let attempt = Attempt {
-        id: "0123456789abcdef0123456789abcdef".into(),
-        run_id: "r1".into(),
-        plan_id: plan.id.clone(),
-        task_id: "a".into(),
-        number: 1,
-        runner: "exec".into(),
-        status: AttemptStatus::Running,
         cwd: dir.display().to_string(),
-        worktree: None,
-        branch: None,
-        marker: None,
-        session_id: None,
-        agent_session_id: None,
-        pid: None,
-        process_group: None,
-        process_start_ticks: None,
-        exit_code: None,
-        signal: None,
-        started_at: 2,
-        ended_at: None,
-        verdict: None,
         log_path: Some(log.display().to_string()),
-        input_tokens: None,
-        output_tokens: None,
-        cost_usd: None,
-        denials: Vec::new(),
-        final_text: None,
-        cut_from: None,
-        landing: None,
+        ..Attempt::new(
+            "0123456789abcdef0123456789abcdef".into(),
+            "r1".into(),
+            plan.id.clone(),
+            "a".into(),
+            1,
+            "exec".into(),
+            2,
+        )
     };
     let started = EventKind::AttemptStarted {
         number: 1,
